@@ -1,0 +1,11 @@
+// The `kiln` command: one subcommand per use.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+int bench(const std::vector<std::string>& args);
+
+}  // namespace kiln::cli

@@ -1,0 +1,33 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+const char* kUsage =
+    "usage: kiln <command> [options]\n"
+    "commands:\n"
+    "  bench [--filter REGEX] [--target host|host-cuda] [--reps N]\n"
+    "      run the benchmark workloads eager and compiled; one JSON object per line\n";
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (cmd == "bench") return kiln::cli::bench(args);
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
+    return 2;
+  } catch (const kiln::Error& e) {
+    std::cerr << "kiln " << cmd << ": error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,98 @@
+#include "lower/kernel.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "graph/interpreter.h"
+#include "lower/default_schedule.h"
+#include "lower/target.h"
+
+namespace kiln {
+
+namespace {
+
+// Collects messages from Halide's runtime (bounds errors, out-of-memory, CUDA failures)
+// so they reach the caller as kiln::Error instead of aborting.
+struct ErrorCollectingContext : Halide::JITUserContext {
+  std::string message;
+  ErrorCollectingContext() {
+    handlers.custom_error = [](Halide::JITUserContext* ctx, const char* msg) {
+      static_cast<ErrorCollectingContext*>(ctx)->message += msg;
+    };
+  }
+};
+
+}  // namespace
+
+LoweredGraph lower_and_schedule(const Graph& graph, const Halide::Target& target,
+                                const ScheduleFn& schedule) {
+  return with_halide_errors("lowering the graph to Halide", [&] {
+    LoweredGraph lowered = lower_to_halide(graph);
+    (schedule ? schedule : ScheduleFn(apply_default_schedule))(lowered, target);
+    return lowered;
+  });
+}
+
+std::string lowered_stmt_text(const LoweredGraph& lowered, const Halide::Target& target) {
+  char path[] = "/tmp/kiln_stmt_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return "(could not create a temporary file for the statement)";
+  close(fd);
+  with_halide_errors("printing the lowered statement", [&] {
+    lowered.pipeline().compile_to_lowered_stmt(path, lowered.arguments(), Halide::Text, target);
+  });
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::remove(path);
+  return ss.str();
+}
+
+Kernel::Kernel(const Graph& graph, const Halide::Target& target, const ScheduleFn& schedule)
+    : graph_(graph), target_(target) {
+  lowered_ = lower_and_schedule(graph_, target_, schedule);
+  if (log_enabled("code")) log("code", lowered_stmt_text(lowered_, target_));
+  callable_ = with_halide_errors("compiling the graph with Halide's JIT", [&] {
+    return lowered_.pipeline().compile_to_callable(lowered_.arguments(), target_);
+  });
+}
+
+std::string Kernel::lowered_stmt() const { return lowered_stmt_text(lowered_, target_); }
+
+std::vector<Tensor> Kernel::run(const std::vector<Tensor>& inputs) const {
+  SymbolSizes symbols = bind_inputs("compiled kernel", graph_.input_metas(), inputs);
+  const bool gpu = target_.has_gpu_feature();
+  for (const Tensor& t : inputs) {
+    if (t.is_symbolic()) user_error("compiled kernel: a traced tensor was passed as an input");
+    // A CPU pipeline reads host memory: bring GPU-resident inputs back first.
+    if (!gpu && t.buffer().device_dirty()) t.buffer().copy_to_host();
+  }
+  std::vector<Tensor> outputs;
+  for (const TensorMeta& m : graph_.output_metas()) {
+    Tensor o(m.dtype, concretize(m.shape, symbols));
+    if (gpu) o.impl()->device = Device::cuda();
+    outputs.push_back(o);
+  }
+
+  ErrorCollectingContext ctx;
+  Halide::JITUserContext* ctx_ptr = &ctx;
+  std::vector<const void*> argv;
+  argv.push_back(&ctx_ptr);
+  for (const Tensor& t : inputs) argv.push_back(t.buffer().raw_buffer());
+  for (const Tensor& t : outputs) argv.push_back(t.buffer().raw_buffer());
+  int err = with_halide_errors("running the compiled kernel", [&] {
+    return callable_.call_argv_fast(argv.size(), argv.data());
+  });
+  if (err != 0) {
+    user_error("running the compiled kernel failed (Halide error ", err, "): ",
+               ctx.message.empty() ? "no message" : ctx.message);
+  }
+  return outputs;
+}
+
+}  // namespace kiln

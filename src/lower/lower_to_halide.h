@@ -1,0 +1,36 @@
+// Lowering: a whole graph becomes one Halide pipeline with one Func per node. Fusion is
+// then a scheduling decision (inline, compute_at, compute_root), not a graph rewrite.
+#pragma once
+
+#include <Halide.h>
+
+#include <map>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace kiln {
+
+struct LoweredGraph {
+  std::vector<Halide::ImageParam> inputs;  // one per placeholder, in order
+  std::vector<Halide::Func> outputs;       // one per graph output, in order
+  std::map<int, Halide::Func> funcs;       // the Func of each node
+  // Stages that need a loop nest of their own (reduction accumulators, ...).
+  std::vector<Halide::Func> stages;
+  // The graph's ops, by node id, for the scheduler.
+  std::map<int, OpKind> kinds;
+
+  Halide::Pipeline pipeline() const { return Halide::Pipeline(outputs); }
+  std::vector<Halide::Argument> arguments() const;
+};
+
+// When `inputs` is given (a generator's Input<Buffer>s as Funcs, with the extents of
+// their symbolic dims), they replace the ImageParams.
+struct ExternalInputs {
+  std::vector<Halide::Func> funcs;
+  std::map<std::string, Halide::Expr> symbol_extents;
+};
+
+LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external = nullptr);
+
+}  // namespace kiln

@@ -1,0 +1,201 @@
+#include "ops/op.h"
+
+#include <mutex>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace kiln {
+
+const AttrValue& Attrs::get(const std::string& name) const {
+  auto it = values_.find(name);
+  KILN_CHECK(it != values_.end(), "missing attribute '", name, "' in {", str(), "}");
+  return it->second;
+}
+
+template <class T>
+static const T& get_as(const AttrValue& v, const std::string& name) {
+  const T* p = std::get_if<T>(&v);
+  KILN_CHECK(p != nullptr, "attribute '", name, "' has another type");
+  return *p;
+}
+
+int64_t Attrs::get_int(const std::string& n) const { return get_as<int64_t>(get(n), n); }
+double Attrs::get_double(const std::string& n) const { return get_as<double>(get(n), n); }
+bool Attrs::get_bool(const std::string& n) const { return get_as<bool>(get(n), n); }
+const std::string& Attrs::get_string(const std::string& n) const {
+  return get_as<std::string>(get(n), n);
+}
+const std::vector<int64_t>& Attrs::get_ints(const std::string& n) const {
+  return get_as<std::vector<int64_t>>(get(n), n);
+}
+
+std::string Attrs::str() const {
+  std::ostringstream os;
+  os.precision(17);
+  bool first = true;
+  for (const auto& [name, v] : values_) {
+    os << (first ? "" : ", ") << name << "=";
+    first = false;
+    std::visit(
+        [&os](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            os << "[";
+            for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
+            os << "]";
+          } else if constexpr (std::is_same_v<T, bool>) {
+            os << (x ? "true" : "false");
+          } else {
+            os << x;
+          }
+        },
+        v);
+  }
+  return os.str();
+}
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::Source: return "source";
+    case OpKind::Pointwise: return "pointwise";
+    case OpKind::Reduction: return "reduction";
+    case OpKind::Injective: return "injective";
+    case OpKind::Contraction: return "contraction";
+    case OpKind::Extern: return "extern";
+  }
+  return "?";
+}
+
+namespace {
+class Registry {
+ public:
+  static Registry& get() {
+    static Registry r;
+    return r;
+  }
+  void add(OpDef def) {
+    KILN_CHECK(def.infer && def.algorithm && def.reference, "op ", def.name,
+               " needs infer, algorithm and reference");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ops_.count(def.name)) {
+      user_error("register_op: an op named '", def.name, "' already exists; pick another name");
+    }
+    std::string name = def.name;
+    ops_.emplace(std::move(name), std::move(def));
+  }
+  const OpDef* find(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = ops_.find(name);
+    return it == ops_.end() ? nullptr : &it->second;  // std::map nodes are stable
+  }
+  std::vector<std::string> names() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [n, d] : ops_) out.push_back(n);
+    return out;
+  }
+
+ private:
+  Registry() {
+    for (auto* family : {&pointwise_ops, &reduce_ops})
+      for (OpDef& d : family()) add(std::move(d));
+  }
+  std::mutex mu_;
+  std::map<std::string, OpDef> ops_;
+};
+}  // namespace
+
+void register_op(OpDef def) { Registry::get().add(std::move(def)); }
+bool has_op(const std::string& name) { return Registry::get().find(name) != nullptr; }
+std::vector<std::string> op_names() { return Registry::get().names(); }
+
+const OpDef& get_op(const std::string& name) {
+  if (const OpDef* d = Registry::get().find(name)) return *d;
+  std::string known;
+  for (const std::string& n : op_names()) known += (known.empty() ? "" : ", ") + n;
+  user_error("unknown op '", name, "'; known ops: ", known);
+}
+
+TensorMeta infer_op(const OpDef& op, const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
+  if (op.arity >= 0 && int(inputs.size()) != op.arity) {
+    user_error(op.name, ": expected ", op.arity, " tensor input", op.arity == 1 ? "" : "s",
+               ", got ", inputs.size());
+  }
+  return op.infer(inputs, attrs);
+}
+
+namespace algo {
+
+std::vector<Halide::Var> vars(int rank) {
+  std::vector<Halide::Var> out;
+  for (int j = 0; j < rank; ++j) out.emplace_back("v" + std::to_string(j));
+  return out;
+}
+
+std::vector<Halide::Expr> exprs(const std::vector<Halide::Var>& vs) {
+  return std::vector<Halide::Expr>(vs.begin(), vs.end());
+}
+
+std::vector<Halide::Expr> broadcast_index(const TensorMeta& in, const TensorMeta& out,
+                                          const std::vector<Halide::Expr>& out_vars) {
+  // Halide dims count from the innermost, so NumPy's right-aligned broadcasting is
+  // left-aligned here: input Halide dim j pairs with output Halide dim j.
+  const int ri = in.shape.rank(), ro = out.shape.rank();
+  std::vector<Halide::Expr> idx;
+  for (int j = 0; j < ri; ++j) {
+    const Dim& di = in.shape[ri - 1 - j];
+    const Dim& dout = out.shape[ro - 1 - j];
+    bool broadcast = di.is_static() && di.size == 1 && !(dout.is_static() && dout.size == 1);
+    idx.push_back(broadcast ? Halide::Expr(0) : out_vars[size_t(j)]);
+  }
+  return idx;
+}
+
+Halide::Type halide_type(DType t) { return Halide::Type(to_halide_type(t)); }
+
+Halide::Expr to_compute(const Halide::Expr& e, DType storage) {
+  DType c = compute_dtype(storage);
+  return c == storage ? e : Halide::cast(halide_type(c), e);
+}
+
+Halide::Expr to_storage(const Halide::Expr& e, DType storage) {
+  return e.type() == halide_type(storage) ? e : Halide::cast(halide_type(storage), e);
+}
+
+}  // namespace algo
+
+namespace ref {
+
+std::vector<int64_t> strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> s(sizes.size(), 1);
+  for (int i = int(sizes.size()) - 2; i >= 0; --i) s[size_t(i)] = s[size_t(i + 1)] * sizes[size_t(i + 1)];
+  return s;
+}
+
+std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> idx(sizes.size());
+  for (int i = int(sizes.size()) - 1; i >= 0; --i) {
+    idx[size_t(i)] = sizes[size_t(i)] ? linear % sizes[size_t(i)] : 0;
+    linear = sizes[size_t(i)] ? linear / sizes[size_t(i)] : 0;
+  }
+  return idx;
+}
+
+int64_t broadcast_offset(const std::vector<int64_t>& in_sizes,
+                         const std::vector<int64_t>& out_sizes,
+                         const std::vector<int64_t>& out_index) {
+  const size_t ri = in_sizes.size(), ro = out_sizes.size();
+  int64_t off = 0, stride = 1;
+  for (size_t k = 0; k < ri; ++k) {  // from the innermost dim
+    size_t i = ri - 1 - k, o = ro - 1 - k;
+    int64_t coord = in_sizes[i] == 1 ? 0 : out_index[o];
+    off += coord * stride;
+    stride *= in_sizes[i];
+  }
+  return off;
+}
+
+}  // namespace ref
+
+}  // namespace kiln

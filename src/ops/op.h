@@ -1,0 +1,127 @@
+// The operator library's contract. Each op is defined once, here in src/ops, as:
+//   - infer:     output dtype and shape from the inputs' (shapes may be symbolic),
+//                raising kiln::Error for bad input;
+//   - algorithm: the pure Halide definition (Funcs in, Func out; no schedule);
+//   - reference: a plain C++ implementation computing in double, the oracle of tests;
+//   - kind:      what the scheduler needs to know (pointwise, reduction, ...).
+// Eager mode, graph lowering and generators all call these same definitions.
+#pragma once
+
+#include <Halide.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace kiln {
+
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
+
+// Op parameters (axes, keepdim, a scalar value, ...), ordered by name so that printing
+// and cache keys are deterministic.
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<const std::string, AttrValue>> init) : values_(init) {}
+  Attrs& set(const std::string& name, AttrValue v) {
+    values_[name] = std::move(v);
+    return *this;
+  }
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  int64_t get_int(const std::string& name) const;
+  double get_double(const std::string& name) const;
+  bool get_bool(const std::string& name) const;
+  const std::string& get_string(const std::string& name) const;
+  const std::vector<int64_t>& get_ints(const std::string& name) const;
+  bool empty() const { return values_.empty(); }
+  std::string str() const;  // "axes=[1], keepdim=true"
+  bool operator==(const Attrs& o) const { return values_ == o.values_; }
+
+ private:
+  const AttrValue& get(const std::string& name) const;
+  std::map<std::string, AttrValue> values_;
+};
+
+enum class OpKind {
+  Source,       // no tensor inputs: scalars, constants
+  Pointwise,    // out[i] depends on in[i] of each input (with broadcasting)
+  Reduction,    // reduces over some axes
+  Injective,    // data movement: reshape, permute, slice, ...
+  Contraction,  // matmul, conv
+  Extern,       // a call into a library
+};
+const char* op_kind_name(OpKind k);
+
+// What an algorithm sees besides its input Funcs.
+struct OpCall {
+  const std::vector<TensorMeta>& inputs;
+  const TensorMeta& output;
+  const Attrs& attrs;
+  // The size of a dimension as an Expr: a constant for static dims, the bound input
+  // buffer's extent for symbolic ones.
+  std::function<Halide::Expr(const Dim&)> extent;
+  // Internal stages (e.g. a reduction's accumulator) that need their own loop nest;
+  // the scheduler computes them at root or tiles them.
+  std::vector<Halide::Func>* stages = nullptr;
+};
+
+using InferFn = std::function<TensorMeta(const std::vector<TensorMeta>&, const Attrs&)>;
+using AlgorithmFn = std::function<Halide::Func(const std::vector<Halide::Func>&, const OpCall&)>;
+using ReferenceFn =
+    std::function<Tensor(const std::vector<Tensor>&, const Attrs&, const TensorMeta&)>;
+
+struct OpDef {
+  std::string name;
+  OpKind kind = OpKind::Pointwise;
+  int arity = 1;  // number of tensor inputs
+  InferFn infer;
+  AlgorithmFn algorithm;
+  ReferenceFn reference;
+};
+
+// The registry of every op kiln knows.
+const OpDef& get_op(const std::string& name);  // throws listing the known ops
+bool has_op(const std::string& name);
+std::vector<std::string> op_names();
+// Adds a user-defined op (same contract as the built-in ones).
+void register_op(OpDef def);
+
+// Output dtype and shape of `op` applied to `inputs`: checks the arity, then calls infer.
+TensorMeta infer_op(const OpDef& op, const std::vector<TensorMeta>& inputs, const Attrs& attrs);
+
+// Helpers shared by op definitions.
+namespace algo {
+// Var v<j> for Halide dimension j (innermost first).
+std::vector<Halide::Var> vars(int rank);
+std::vector<Halide::Expr> exprs(const std::vector<Halide::Var>& vs);
+// Indices into `in` for computing element `out_vars` of an output of shape `out`, with
+// NumPy broadcasting (size-1 dims read index 0).
+std::vector<Halide::Expr> broadcast_index(const TensorMeta& in, const TensorMeta& out,
+                                          const std::vector<Halide::Expr>& out_vars);
+Halide::Type halide_type(DType t);
+// Loads widen f16/bf16 to f32; stores narrow back.
+Halide::Expr to_compute(const Halide::Expr& e, DType storage);
+Halide::Expr to_storage(const Halide::Expr& e, DType storage);
+}  // namespace algo
+
+namespace ref {
+// Row-major strides of a concrete shape.
+std::vector<int64_t> strides(const std::vector<int64_t>& sizes);
+// Linear index into an input of `in_sizes` for the output element at `out_index`
+// (multi-index of an output of `out_sizes`), with broadcasting.
+int64_t broadcast_offset(const std::vector<int64_t>& in_sizes,
+                         const std::vector<int64_t>& out_sizes,
+                         const std::vector<int64_t>& out_index);
+std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t>& sizes);
+}  // namespace ref
+
+// The built-in op families, one per file; the registry collects them once.
+std::vector<OpDef> pointwise_ops();  // ops/pointwise.cpp: scalar, cast, unary, binary
+std::vector<OpDef> reduce_ops();     // ops/reduce.cpp: sum, mean, max
+
+}  // namespace kiln

@@ -1,0 +1,147 @@
+// kiln::compile: the C++ counterpart of torch.compile.
+//
+//   auto f = kiln::compile([](const Tensor& x) { return exp(sin(x)) + log(abs(cos(x))); });
+//   Tensor y = f(x);   // first call: trace, compile; later calls: guards, then run
+//
+// On the first call (and whenever a guard fails) the function is traced with symbolic
+// tensors into a kiln::Graph, the graph passes run, and a backend turns the graph into a
+// callable. Guards check each input's dtype, rank and static sizes; a failed guard
+// compiles again (KILN_LOG=recompiles says why). Dims marked dynamic become symbols so
+// one compilation serves every size.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+using CompiledGraphFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+// A backend receives the captured graph and the example inputs of the call that
+// triggered compilation, and returns what runs it (the seed's debug_backend).
+using Backend = std::function<CompiledGraphFn(Graph& graph, const std::vector<Tensor>& example_inputs)>;
+
+struct CompileOptions {
+  // "host", "host-cuda", or a Halide target string (kiln's own backend only).
+  std::string target = "host";
+  // Empty: kiln's compiler (one Halide pipeline, default schedule, JIT).
+  Backend backend;
+  // Every dimension of every input is dynamic...
+  bool dynamic = false;
+  // ...or just these (input index, dimension) pairs. Sizes 0 and 1 are specialized.
+  std::vector<std::pair<int, int>> dynamic_dims;
+  // Placeholder names in the graph listing; default x0, x1, ...
+  std::vector<std::string> input_names;
+  // A name for logs.
+  std::string name = "fn";
+};
+
+// kiln's own backend for a target.
+Backend halide_backend(const std::string& target = "host");
+// The seed's debug_backend: prints the graph, writes it as Graphviz to `dot_path` (if not
+// empty), and runs it with the eager interpreter.
+Backend debug_backend(const std::string& dot_path = "");
+
+using TracedFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Traces `fn` on inputs shaped like `example_inputs` (with the options' dynamic dims) and
+// returns the graph after the graph passes.
+Graph trace(const TracedFn& fn, const std::vector<Tensor>& example_inputs,
+            const CompileOptions& options = {});
+
+namespace detail {
+
+class CompiledImpl {
+ public:
+  CompiledImpl(TracedFn fn, CompileOptions options);
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs);
+  int num_compilations() const { return int(entries_.size()); }
+  const Graph& last_graph() const;
+
+ private:
+  struct Entry;
+  TracedFn fn_;
+  CompileOptions options_;
+  std::vector<std::shared_ptr<Entry>> entries_;
+};
+
+template <class R, class... A>
+struct signature {
+  using result = R;
+  static constexpr size_t arity = sizeof...(A);
+  using first = std::tuple_element_t<0, std::tuple<std::decay_t<A>..., void>>;
+};
+template <class T> struct fn_traits : fn_traits<decltype(&std::decay_t<T>::operator())> {};
+template <class C, class R, class... A> struct fn_traits<R (C::*)(A...) const> : signature<R, A...> {};
+template <class C, class R, class... A> struct fn_traits<R (C::*)(A...)> : signature<R, A...> {};
+template <class R, class... A> struct fn_traits<R (*)(A...)> : signature<R, A...> {};
+template <class R, class... A> struct fn_traits<R(A...)> : signature<R, A...> {};
+
+inline std::vector<Tensor> as_outputs(Tensor t) { return {std::move(t)}; }
+inline std::vector<Tensor> as_outputs(std::vector<Tensor> v) { return v; }
+
+template <class F, size_t... I>
+TracedFn wrap(F fn, std::index_sequence<I...>) {
+  return [fn](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    if (in.size() != sizeof...(I)) {
+      throw Error("compiled function takes " + std::to_string(sizeof...(I)) +
+                  " tensors, got " + std::to_string(in.size()));
+    }
+    return as_outputs(fn(in[I]...));
+  };
+}
+
+}  // namespace detail
+
+// The callable kiln::compile returns. Called with tensors; returns what the function
+// returns (a Tensor or a std::vector<Tensor>).
+template <class Result, size_t Arity>
+class Compiled {
+ public:
+  explicit Compiled(std::shared_ptr<detail::CompiledImpl> impl) : impl_(std::move(impl)) {}
+
+  template <class... Ts>
+  Result operator()(const Ts&... inputs) const {
+    if constexpr (Arity == size_t(-1)) {
+      return impl_->call(inputs...);
+    } else {
+      static_assert(sizeof...(Ts) == Arity, "wrong number of tensors for this compiled function");
+      std::vector<Tensor> out = impl_->call(std::vector<Tensor>{inputs...});
+      if constexpr (std::is_same_v<Result, Tensor>) return out.at(0);
+      else return out;
+    }
+  }
+  // Number of times the function was traced and compiled (one per guard set).
+  int num_compilations() const { return impl_->num_compilations(); }
+  // The graph of the most recent compilation.
+  const Graph& graph() const { return impl_->last_graph(); }
+
+ private:
+  std::shared_ptr<detail::CompiledImpl> impl_;
+};
+
+template <class F>
+auto compile(F fn, CompileOptions options = {}) {
+  using traits = detail::fn_traits<F>;
+  using R = std::decay_t<typename traits::result>;
+  if constexpr (traits::arity == 1 && std::is_same_v<typename traits::first, std::vector<Tensor>>) {
+    auto impl = std::make_shared<detail::CompiledImpl>(
+        [fn](const std::vector<Tensor>& in) { return detail::as_outputs(fn(in)); }, std::move(options));
+    return Compiled<R, size_t(-1)>(impl);
+  } else {
+    static_assert(std::is_same_v<R, Tensor> || std::is_same_v<R, std::vector<Tensor>>,
+                  "a compiled function returns a kiln::Tensor or a std::vector<kiln::Tensor>");
+    auto impl = std::make_shared<detail::CompiledImpl>(
+        detail::wrap(fn, std::make_index_sequence<traits::arity>{}), std::move(options));
+    return Compiled<R, traits::arity>(impl);
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,73 @@
+// Checks an op three ways: eager (its own Halide kernel), compiled (traced and lowered
+// through kiln::compile) and its plain C++ reference, which computes in double.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "kiln.h"
+
+namespace kiln::testing {
+
+struct Tolerance {
+  double rtol, atol;
+};
+
+inline Tolerance tolerance_for(DType t) {
+  switch (t) {
+    case DType::F64: return {1e-12, 1e-12};
+    case DType::F32: return {2e-6, 1e-6};
+    case DType::F16: return {2e-3, 1e-3};
+    case DType::BF16: return {1.6e-2, 1e-2};
+    default: return {0.0, 0.0};
+  }
+}
+
+using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// Runs `fn` eager and compiled, and `op`'s reference, and expects all three to agree.
+inline void expect_matches_reference(const std::string& op, const OpFn& fn,
+                                     const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                     const std::string& what) {
+  SCOPED_TRACE(op + " " + what);
+  const OpDef& def = get_op(op);
+  std::vector<TensorMeta> metas;
+  for (const Tensor& t : inputs) metas.push_back(t.meta());
+  TensorMeta out_meta = infer_op(def, metas, attrs);
+  Tensor ref = def.reference(inputs, attrs, out_meta);
+  Tensor eager = fn(inputs);
+  auto compiled_fn = compile([&fn](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; });
+  Tensor compiled = compiled_fn(inputs)[0];
+  ASSERT_EQ(eager.meta(), out_meta);
+  ASSERT_EQ(compiled.meta(), out_meta);
+  Tolerance tol = tolerance_for(out_meta.dtype);
+  EXPECT_TRUE(allclose(eager, ref, tol.rtol, tol.atol, true))
+      << "eager " << eager.str(12) << "\nref   " << ref.str(12)
+      << "\nmax abs diff " << max_abs_diff(eager, ref);
+  EXPECT_TRUE(allclose(compiled, ref, tol.rtol, tol.atol, true))
+      << "compiled " << compiled.str(12) << "\nref      " << ref.str(12)
+      << "\nmax abs diff " << max_abs_diff(compiled, ref);
+  EXPECT_TRUE(allclose(compiled, eager, tol.rtol, tol.atol, true))
+      << "compiled " << compiled.str(12) << "\neager    " << eager.str(12);
+}
+
+// Random values in [low, high) of the given dtype, with `edges` written over the first
+// elements (so edge cases sit among ordinary values).
+inline Tensor random_with_edges(const Shape& shape, DType dtype, uint64_t seed, double low,
+                                double high, const std::vector<double>& edges = {}) {
+  std::vector<double> v = rand(shape, seed, low, high, DType::F64).to_doubles();
+  for (size_t i = 0; i < edges.size() && i < v.size(); ++i) v[i] = edges[i];
+  if (!is_float(dtype)) {
+    for (double& x : v) x = std::floor(x);
+  }
+  return from_vector(v, shape, dtype);
+}
+
+inline const std::vector<Shape>& test_shapes() {
+  static const std::vector<Shape> shapes = {Shape{}, Shape{1}, Shape{7}, Shape{3, 5},
+                                            Shape{2, 3, 17}, Shape{1, 4, 1, 3}};
+  return shapes;
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,185 @@
+#include <cmath>
+
+#include "ops/op_test_util.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+struct UnaryCase {
+  const char* op;
+  Tensor (*fn)(const Tensor&);
+  double low, high;           // domain for random inputs
+  std::vector<double> edges;  // edge values inside the op's domain
+  bool integers;              // also defined on integer tensors (same dtype out)
+};
+
+const double kInf = INFINITY, kNaN = NAN;
+
+std::vector<UnaryCase> unary_cases() {
+  return {
+      {"sin", kiln::sin, -10, 10, {0.0, -0.0, 1e4, kNaN}, false},
+      {"cos", kiln::cos, -10, 10, {0.0, 1e4, kNaN}, false},
+      {"tan", kiln::tan, -1.4, 1.4, {0.0, -1.0, kNaN}, false},
+      {"exp", kiln::exp, -20, 20, {0.0, 80.0, -100.0, 1000.0, -kInf, kNaN}, false},
+      {"log", kiln::log, 1e-3, 100, {1.0, 0.0, 1e30, kInf, kNaN}, false},
+      {"abs", kiln::abs, -10, 10, {0.0, -0.0, -kInf, kNaN}, true},
+      {"neg", kiln::neg, -10, 10, {0.0, kInf, kNaN}, true},
+      {"sqrt", kiln::sqrt, 0, 100, {0.0, 1.0, kInf, kNaN}, false},
+      {"rsqrt", kiln::rsqrt, 1e-2, 100, {1.0, 4.0, kInf, kNaN}, false},
+      {"tanh", kiln::tanh, -5, 5, {0.0, 20.0, -20.0, kNaN}, false},
+      {"sigmoid", kiln::sigmoid, -10, 10, {0.0, 50.0, -50.0, kNaN}, false},
+      {"relu", kiln::relu, -10, 10, {0.0, -0.0, -kInf, kInf, kNaN}, true},
+  };
+}
+
+class UnaryOps : public ::testing::TestWithParam<UnaryCase> {};
+
+TEST_P(UnaryOps, MatchReferenceAcrossShapesAndDtypes) {
+  const UnaryCase& c = GetParam();
+  std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16};
+  if (c.integers) dtypes.push_back(DType::I32);
+  uint64_t seed = 1;
+  for (DType dt : dtypes) {
+    for (const Shape& s : test_shapes()) {
+      bool integral = !is_float(dt);
+      // f16 overflows above 65504: keep its edges in range.
+      std::vector<double> edges;
+      for (double e : c.edges) {
+        if (integral && !std::isfinite(e)) continue;
+        if (dt == DType::F16 && std::isfinite(e) && std::abs(e) > 6e4) continue;
+        edges.push_back(e);
+      }
+      Tensor x = random_with_edges(s, dt, seed++, c.low, c.high, edges);
+      expect_matches_reference(c.op, [&](const std::vector<Tensor>& in) { return c.fn(in[0]); },
+                               {x}, {}, std::string(dtype_name(dt)) + s.str());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, UnaryOps, ::testing::ValuesIn(unary_cases()),
+                         [](const auto& info) { return std::string(info.param.op); });
+
+TEST(UnaryOps, IntegerInputsGiveFloatResults) {
+  Tensor x = from_vector(std::vector<int32_t>{0, 1, 2}, {3});
+  Tensor y = kiln::exp(x);
+  EXPECT_EQ(y.dtype(), DType::F32);
+  EXPECT_NEAR(y.to_doubles()[2], std::exp(2.0), 1e-5);
+  EXPECT_EQ(kiln::abs(from_vector(std::vector<int32_t>{-3}, {1})).to_vector<int>()[0], 3);
+}
+
+TEST(UnaryOps, BoolArithmeticIsRejected) {
+  Tensor b = cast(from_vector(std::vector<int32_t>{0, 1}, {2}), DType::Bool);
+  EXPECT_EQ(b.dtype(), DType::Bool);
+  EXPECT_THROW(neg(b), Error);
+  EXPECT_THROW(b + b, Error);
+}
+
+struct BinaryCase {
+  const char* op;
+  Tensor (*fn)(const Tensor&, const Tensor&);
+  double low, high;
+  bool integers;
+};
+
+std::vector<BinaryCase> binary_cases() {
+  return {
+      {"add", kiln::add, -10, 10, true},       {"sub", kiln::sub, -10, 10, true},
+      {"mul", kiln::mul, -10, 10, true},       {"div", kiln::div, 0.5, 10, true},
+      {"pow", kiln::pow, 0.1, 3, true},        {"maximum", kiln::maximum, -10, 10, true},
+      {"minimum", kiln::minimum, -10, 10, true},
+  };
+}
+
+class BinaryOps : public ::testing::TestWithParam<BinaryCase> {};
+
+TEST_P(BinaryOps, MatchReferenceWithBroadcasting) {
+  const BinaryCase& c = GetParam();
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {Shape{7}, Shape{7}},       {Shape{}, Shape{6}},         {Shape{3, 1, 5}, Shape{4, 5}},
+      {Shape{2, 1}, Shape{1, 3}}, {Shape{1}, Shape{2, 3, 1}},  {Shape{5, 4}, Shape{}}};
+  std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16};
+  if (c.integers) dtypes.push_back(DType::I32);
+  uint64_t seed = 100;
+  for (DType dt : dtypes) {
+    for (const auto& [sa, sb] : shapes) {
+      Tensor a = random_with_edges(sa, dt, seed++, c.low, c.high);
+      Tensor b = random_with_edges(sb, dt, seed++, c.low, c.high);
+      if (!is_float(dt) && std::string(c.op) == "div") b = b + 1;  // no integer 0 divisors
+      expect_matches_reference(c.op, [&](const std::vector<Tensor>& in) { return c.fn(in[0], in[1]); },
+                               {a, b}, {}, std::string(dtype_name(dt)) + sa.str() + sb.str());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, BinaryOps, ::testing::ValuesIn(binary_cases()),
+                         [](const auto& info) { return std::string(info.param.op); });
+
+TEST(BinaryOps, EdgeValues) {
+  Tensor a = from_vector(std::vector<float>{1, -1, 0, NAN, 2, INFINITY}, {6});
+  Tensor b = from_vector(std::vector<float>{0, 0, 0, 1, NAN, INFINITY}, {6});
+  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum"}) {
+    expect_matches_reference(op, [op](const std::vector<Tensor>& in) { return apply_op(op, in); },
+                             {a, b}, {}, "edges");
+  }
+  std::vector<double> mx = maximum(a, b).to_doubles();
+  EXPECT_TRUE(std::isnan(mx[3]) && std::isnan(mx[4])) << "maximum propagates NaN";
+  std::vector<double> q = (a / b).to_doubles();
+  EXPECT_EQ(q[0], INFINITY);
+  EXPECT_EQ(q[1], -INFINITY);
+  EXPECT_TRUE(std::isnan(q[2]));
+}
+
+TEST(BinaryOps, TypePromotionAndScalars) {
+  Tensor i = from_vector(std::vector<int32_t>{1, 2, 3}, {3});
+  Tensor f = from_vector(std::vector<float>{0.5f, 0.5f, 0.5f}, {3});
+  EXPECT_EQ((i + f).dtype(), DType::F32);
+  EXPECT_EQ((i + 1).dtype(), DType::I32);        // weak integer scalar
+  EXPECT_EQ((i + 0.5).dtype(), DType::F32);      // fractional scalar promotes
+  EXPECT_EQ((i / i).dtype(), DType::F32);        // true division
+  EXPECT_EQ((cast(f, DType::F16) * 2.0).dtype(), DType::F16);
+  EXPECT_EQ((2.0 - f).to_vector<float>(), (std::vector<float>{1.5f, 1.5f, 1.5f}));
+  EXPECT_EQ((-f).to_vector<float>()[0], -0.5f);
+  EXPECT_EQ(pow(i, 2.0).to_vector<int>(), (std::vector<int>{1, 4, 9}));
+  EXPECT_EQ((cast(i, DType::F64) * f).dtype(), DType::F64);
+}
+
+TEST(BinaryOps, IncompatibleShapesNameTheOp) {
+  try {
+    zeros({3}) + zeros({4});
+    FAIL() << "expected kiln::Error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("add"), std::string::npos) << m;
+    EXPECT_NE(m.find("[3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[4]"), std::string::npos) << m;
+  }
+  EXPECT_THROW(apply_op("add", {zeros({3})}), Error);  // wrong arity
+  EXPECT_THROW(apply_op("no_such_op", {zeros({3})}), Error);
+}
+
+TEST(Cast, BetweenAllDtypes) {
+  Tensor x = from_vector(std::vector<double>{-2.75, -1.0, 0.0, 0.5, 3.25}, {5}, DType::F64);
+  for (DType from : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64}) {
+    for (DType to : {DType::Bool, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64}) {
+      Tensor src = cast(x, from);
+      expect_matches_reference("cast", [to](const std::vector<Tensor>& in) { return cast(in[0], to); },
+                               {src}, {{"dtype", std::string(dtype_name(to))}},
+                               std::string(dtype_name(from)) + "->" + dtype_name(to));
+    }
+  }
+  EXPECT_EQ(cast(x, DType::I32).to_vector<int>(), (std::vector<int>{-2, -1, 0, 0, 3}));
+  EXPECT_EQ(cast(x, DType::Bool).to_vector<int>(), (std::vector<int>{1, 1, 0, 1, 1}));
+}
+
+TEST(Eager, KernelsAreCachedPerSignatureNotPerSize) {
+  Tensor a = rand({123}, 1), b = rand({77}, 2);
+  kiln::sqrt(a);
+  int before = eager_kernels_compiled();
+  kiln::sqrt(b);             // same op, dtype, rank: no new kernel
+  kiln::sqrt(rand({9, 9}));  // rank 2: new kernel
+  EXPECT_EQ(eager_kernels_compiled(), before + 1);
+}
+
+}  // namespace
