@@ -8,7 +8,7 @@ namespace kiln {
 
 // Streams: graph (captured graphs), code (lowered Halide statements), recompiles
 // (guard failures and why), eager (eager kernel compilations), schedule (schedules chosen),
-// aot (ahead-of-time exports).
+// aot (ahead-of-time exports), halide (Halide's own compile-time warnings).
 bool log_enabled(const std::string& stream);
 void log(const std::string& stream, const std::string& message);
 // Overrides KILN_LOG for this process (tests and tools); "" turns logging off.

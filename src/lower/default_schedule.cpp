@@ -17,25 +17,31 @@ std::vector<Var> pure_vars(const Func& f) { return f.args(); }
 // Elements per parallel task on the CPU: large enough to amortize task overhead.
 constexpr int kCpuTaskElements = 1 << 14;
 
-template <class StageT>
-void schedule_cpu_loops(StageT stage, const std::vector<Var>& v, int width) {
+// Vectorization uses ShiftInwards under a size specialization rather than GuardWithIf:
+// Halide's predicated (GuardWithIf) vector path mishandles some IEEE special values
+// (log(+inf) came out finite), and overlapping the last vector is cheaper anyway.
+void schedule_cpu_output(Func f, int width) {
+  std::vector<Var> v = f.args();
   const int r = int(v.size());
   if (r == 0) return;
+  Halide::Expr inner_extent = f.output_buffer().dim(0).extent();
   if (r == 1) {
     Var t("t"), i("i");
-    stage.split(v[0], t, i, kCpuTaskElements, TailStrategy::GuardWithIf)
+    f.specialize(inner_extent >= 2 * kCpuTaskElements)
+        .split(v[0], t, i, kCpuTaskElements, TailStrategy::ShiftInwards)
         .parallel(t)
         .vectorize(i, width);
+    f.specialize(inner_extent >= width).vectorize(v[0], width, TailStrategy::ShiftInwards);
     return;
   }
-  stage.vectorize(v[0], width, TailStrategy::GuardWithIf);
   Var outer = v[1];
   for (int j = 2; j < r; ++j) {
     Var fused("f" + std::to_string(j));
-    stage.fuse(outer, v[size_t(j)], fused);
+    f.fuse(outer, v[size_t(j)], fused);
     outer = fused;
   }
-  stage.parallel(outer);
+  f.parallel(outer);
+  f.specialize(inner_extent >= width).vectorize(v[0], width, TailStrategy::ShiftInwards);
 }
 
 template <class StageT>
@@ -57,12 +63,11 @@ void schedule_gpu_loops(StageT stage, const std::vector<Var>& v) {
   }
 }
 
-void schedule_root(Func f, const Halide::Target& target) {
-  const int width = std::max(1, target.natural_vector_size(f.type()));
+void schedule_output(Func f, const Halide::Target& target) {
   if (target.has_gpu_feature()) {
     schedule_gpu_loops(f, pure_vars(f));
   } else {
-    schedule_cpu_loops(f, pure_vars(f), width);
+    schedule_cpu_output(f, std::max(1, target.natural_vector_size(f.type())));
   }
 }
 
@@ -70,36 +75,37 @@ void schedule_root(Func f, const Halide::Target& target) {
 // split with rfactor when everything is reduced (on the CPU).
 void schedule_accumulator(Func acc, const Halide::Target& target) {
   acc.compute_root();
-  schedule_root(acc, target);
-  if (!acc.has_update_definition()) return;
   std::vector<Var> v = pure_vars(acc);
-  Halide::Stage update = acc.update();
-  std::vector<Halide::RVar> rvars = acc.rvars(0);
   if (target.has_gpu_feature()) {
-    schedule_gpu_loops(update, v);
+    schedule_gpu_loops(acc, v);
+    if (acc.has_update_definition()) schedule_gpu_loops(acc.update(), v);
     log("schedule", acc.name() + ": gpu_tile over kept dims, serial reduction per thread");
     return;
   }
+  if (!acc.has_update_definition()) return;
+  Halide::Stage update = acc.update();
   if (!v.empty()) {
-    Var outer = v.back();
-    for (int j = int(v.size()) - 2; j >= 0; --j) {
-      Var fused("u" + std::to_string(j));
-      update.fuse(v[size_t(j)], outer, fused);
-      outer = fused;
-    }
-    update.parallel(outer);
-    log("schedule", acc.name() + ": update parallel over kept dims");
+    // Reduction loops stay innermost (they walk memory); tasks split the outermost kept dim.
+    acc.parallel(v.back());
+    update.parallel(v.back());
+    log("schedule", acc.name() + ": update parallel over the outermost kept dim");
     return;
   }
+  std::vector<Halide::RVar> rvars = acc.rvars(0);
   if (rvars.empty()) return;
   // Everything is reduced: partial results over chunks of the outermost reduction
   // variable, in parallel, then a short serial combine.
   Halide::RVar ro("ro"), ri("ri");
   Var u("u");
   update.split(rvars.back(), ro, ri, 1 << 13);
-  Func partial = update.rfactor(ro, u);
-  partial.compute_root().update().parallel(u);
-  log("schedule", acc.name() + ": rfactor over chunks of 8192, parallel partial sums");
+  try {
+    Func partial = update.rfactor(ro, u);
+    partial.compute_root().update().parallel(u);
+    log("schedule", acc.name() + ": rfactor over chunks of 8192, parallel partial results");
+  } catch (const Halide::CompileError& e) {
+    // Halide could not prove the update associative (e.g. a NaN-propagating max).
+    log("schedule", acc.name() + ": serial reduction (rfactor impossible: " + e.what() + ")");
+  }
 }
 
 }  // namespace
@@ -107,7 +113,7 @@ void schedule_accumulator(Func acc, const Halide::Target& target) {
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target) {
   for (Func& s : lowered.stages) schedule_accumulator(s, target);
   for (Func& out : lowered.outputs) {
-    schedule_root(out, target);
+    schedule_output(out, target);
     log("schedule", out.name() + (target.has_gpu_feature() ? ": gpu_tile" : ": vectorized, parallel"));
   }
 }

@@ -2,9 +2,31 @@
 
 #include "core/error.h"
 
+#include "core/log.h"
+
 namespace kiln {
 
+namespace {
+// Halide's compile-time warnings go to KILN_LOG=halide instead of raw stderr; errors
+// still throw Halide::CompileError, which with_halide_errors turns into kiln::Error.
+class HalideReporter : public Halide::CompileTimeErrorReporter {
+ public:
+  void warning(const char* msg) override { log("halide", msg); }
+  [[noreturn]] void error(const char* msg) override { throw Halide::CompileError(msg); }
+};
+}  // namespace
+
+void install_halide_error_reporter() {
+  static HalideReporter reporter;
+  static bool installed = [] {
+    Halide::set_custom_compile_time_error_reporter(&reporter);
+    return true;
+  }();
+  (void)installed;
+}
+
 Halide::Target parse_target(const std::string& spec) {
+  install_halide_error_reporter();
   if (spec.empty() || spec == "host") return Halide::get_host_target();
   std::string s = spec;
   if (s.rfind("host-cuda", 0) == 0) {

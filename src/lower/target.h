@@ -12,6 +12,8 @@ namespace kiln {
 // (A100, H100, H200) unless the string names a capability itself.
 Halide::Target parse_target(const std::string& spec);
 bool target_has_gpu(const Halide::Target& t);
+// Routes Halide's compile-time warnings to KILN_LOG=halide (called by parse_target).
+void install_halide_error_reporter();
 
 // Runs `body`, turning Halide's exceptions (compile errors, runtime errors) into
 // kiln::Error with Halide's message, prefixed by `what`.

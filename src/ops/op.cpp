@@ -129,7 +129,8 @@ namespace algo {
 
 std::vector<Halide::Var> vars(int rank) {
   std::vector<Halide::Var> out;
-  for (int j = 0; j < rank; ++j) out.emplace_back("v" + std::to_string(j));
+  // Not "v<j>": Halide names its own anonymous Vars that way.
+  for (int j = 0; j < rank; ++j) out.emplace_back("d" + std::to_string(j));
   return out;
 }
 
@@ -161,6 +162,35 @@ Halide::Expr to_compute(const Halide::Expr& e, DType storage) {
 
 Halide::Expr to_storage(const Halide::Expr& e, DType storage) {
   return e.type() == halide_type(storage) ? e : Halide::cast(halide_type(storage), e);
+}
+
+namespace {
+// The bits of x as an unsigned integer, and the bit pattern of +inf in x's type.
+std::pair<Halide::Expr, Halide::Expr> float_bits(const Halide::Expr& x) {
+  const int bits = x.type().bits();
+  Halide::Type ut = Halide::UInt(bits, x.type().lanes());
+  uint64_t inf = bits == 64 ? 0x7ff0000000000000ull : bits == 32 ? 0x7f800000ull : 0x7c00ull;
+  if (x.type().is_bfloat()) inf = 0x7f80ull;
+  return {Halide::reinterpret(ut, x), Halide::Internal::make_const(ut, inf)};
+}
+}  // namespace
+
+Halide::Expr is_nan(const Halide::Expr& x) {
+  if (!x.type().is_float()) return Halide::cast(Halide::Bool(x.type().lanes()), false);
+  auto [u, inf] = float_bits(x);
+  uint64_t abs_mask = (uint64_t(1) << (x.type().bits() - 1)) - 1;
+  return (u & Halide::Internal::make_const(u.type(), abs_mask)) > inf;
+}
+
+
+Halide::Expr is_pos_inf(const Halide::Expr& x) {
+  if (!x.type().is_float()) return Halide::cast(Halide::Bool(x.type().lanes()), false);
+  auto [u, inf] = float_bits(x);
+  return u == inf;
+}
+
+Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y) {
+  return x.type().is_float() ? Halide::select(algo::is_nan(x), Halide::cast(y.type(), x), y) : y;
 }
 
 }  // namespace algo

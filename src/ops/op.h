@@ -96,7 +96,7 @@ TensorMeta infer_op(const OpDef& op, const std::vector<TensorMeta>& inputs, cons
 
 // Helpers shared by op definitions.
 namespace algo {
-// Var v<j> for Halide dimension j (innermost first).
+// Var d<j> for Halide dimension j (innermost first).
 std::vector<Halide::Var> vars(int rank);
 std::vector<Halide::Expr> exprs(const std::vector<Halide::Var>& vs);
 // Indices into `in` for computing element `out_vars` of an output of shape `out`, with
@@ -107,6 +107,11 @@ Halide::Type halide_type(DType t);
 // Loads widen f16/bf16 to f32; stores narrow back.
 Halide::Expr to_compute(const Halide::Expr& e, DType storage);
 Halide::Expr to_storage(const Halide::Expr& e, DType storage);
+// NaN test on the bit pattern: immune to the fast-math flags Halide compiles floats with.
+Halide::Expr is_nan(const Halide::Expr& x);
+Halide::Expr is_pos_inf(const Halide::Expr& x);
+// `y`, except NaN where `x` is NaN (Halide's polynomial exp/log do not propagate NaN).
+Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y);
 }  // namespace algo
 
 namespace ref {

@@ -105,7 +105,7 @@ const UnarySpec kUnary[] = {
     {"cos", UnaryTypes::FloatResult, [](Expr x) { return Halide::cos(x); }, [](double x) { return std::cos(x); }},
     {"tan", UnaryTypes::FloatResult, [](Expr x) { return Halide::tan(x); }, [](double x) { return std::tan(x); }},
     {"exp", UnaryTypes::FloatResult, [](Expr x) { return Halide::exp(x); }, [](double x) { return std::exp(x); }},
-    {"log", UnaryTypes::FloatResult, [](Expr x) { return Halide::log(x); }, [](double x) { return std::log(x); }},
+        {"log", UnaryTypes::FloatResult, [](Expr x) { return Halide::log(x); }, [](double x) { return std::log(x); }},
     {"sqrt", UnaryTypes::FloatResult, [](Expr x) { return Halide::sqrt(x); }, [](double x) { return std::sqrt(x); }},
     {"rsqrt", UnaryTypes::FloatResult,
      [](Expr x) { return Halide::cast(x.type(), 1) / Halide::sqrt(x); },
@@ -118,9 +118,9 @@ const UnarySpec kUnary[] = {
      [](Expr x) { return x.type().is_float() ? Halide::abs(x) : Halide::select(x < 0, -x, x); },
      [](double x) { return std::abs(x); }},
     {"neg", UnaryTypes::SameAsInput, [](Expr x) { return -x; }, [](double x) { return -x; }},
-    // select keeps NaN as NaN (max(NaN, 0) is not reliably NaN), like PyTorch's relu.
+    // relu(NaN) is NaN, as in PyTorch (the unary wrapper propagates NaN).
     {"relu", UnaryTypes::SameAsInput,
-     [](Expr x) { return Halide::select(x < Halide::cast(x.type(), 0), Halide::cast(x.type(), 0), x); },
+     [](Expr x) { return Halide::max(x, Halide::cast(x.type(), 0)); },
      [](double x) { return x < 0 ? 0.0 : x; }},
 };
 
@@ -137,9 +137,15 @@ OpDef unary_op(const UnarySpec& s) {
   d.algorithm = [s](const std::vector<Func>& in, const OpCall& c) {
     auto v = algo::vars(c.output.shape.rank());
     DType ct = compute_dtype(c.output.dtype);
-    Expr x = Halide::cast(algo::halide_type(ct), in[0](v));
+    Expr raw = in[0](v);
+    Expr x = Halide::cast(algo::halide_type(ct), raw);
+    Expr y = s.algorithm(x);
+    // IEEE special values, tested on the stored bits (Halide's simplifier assumes floats
+    // are finite): NaN in gives NaN out, and log(+inf) is +inf, not Halide's finite value.
+    if (std::string(s.name) == "log") y = Halide::select(algo::is_pos_inf(raw), x, y);
+    if (raw.type().is_float()) y = Halide::select(algo::is_nan(raw), x, y);
     Func f(s.name);
-    f(v) = algo::to_storage(s.algorithm(x), c.output.dtype);
+    f(v) = algo::to_storage(y, c.output.dtype);
     return f;
   };
   d.reference = [s](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
@@ -158,13 +164,14 @@ struct BinarySpec {
   double (*reference)(double a, double b);
 };
 
+// NaN-propagating max/min, as PyTorch's maximum/minimum.
 Expr nan_max(Expr a, Expr b) {
   if (!a.type().is_float()) return Halide::max(a, b);
-  return Halide::select(Halide::is_nan(a) || a > b, a, b);
+  return algo::propagate_nan(a, algo::propagate_nan(b, Halide::max(a, b)));
 }
 Expr nan_min(Expr a, Expr b) {
   if (!a.type().is_float()) return Halide::min(a, b);
-  return Halide::select(Halide::is_nan(a) || a < b, a, b);
+  return algo::propagate_nan(a, algo::propagate_nan(b, Halide::min(a, b)));
 }
 double ref_max(double a, double b) { return (std::isnan(a) || a > b) ? a : b; }
 double ref_min(double a, double b) { return (std::isnan(a) || a < b) ? a : b; }

@@ -107,7 +107,7 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
   if (r == Reducer::Max) {
     acc(vo) = lowest(at);
     Expr cur = acc(vo);
-    acc(vo) = at.is_float() ? Halide::select(Halide::is_nan(cur) || cur >= x, cur, x)
+    acc(vo) = at.is_float() ? algo::propagate_nan(cur, algo::propagate_nan(x, Halide::max(cur, x)))
                             : Halide::max(cur, x);
   } else {
     acc(vo) = Halide::cast(at, 0);

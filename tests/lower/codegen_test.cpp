@@ -58,9 +58,10 @@ TEST(Aot, CudaCodeGenerationWithoutAGpu) {
   AotArtifacts a = compile_aot(seed_graph(true), "host-cuda", dir, "seed_cuda");
   EXPECT_TRUE(std::filesystem::file_size(a.static_library) > 0);
   std::string stmt = read(a.stmt);
-  EXPECT_NE(stmt.find("gpu_block"), std::string::npos) << "kernels are tiled over GPU blocks";
-  EXPECT_NE(stmt.find("gpu_thread"), std::string::npos);
-  EXPECT_NE(stmt.find("halide_cuda"), std::string::npos) << "the CUDA runtime is called";
+  // The statement embeds the generated PTX: one kernel tiled over GPU blocks and threads.
+  EXPECT_NE(stmt.find(".entry _kernel_output_0"), std::string::npos) << "a PTX kernel";
+  EXPECT_NE(stmt.find("block_id_x"), std::string::npos) << "tiled over GPU blocks";
+  EXPECT_NE(stmt.find("halide_cuda_run"), std::string::npos) << "the CUDA runtime launches it";
   // A reduction with dynamic dims also builds for CUDA.
   CompileOptions o;
   o.dynamic = true;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 
 #include "kiln.h"
 
@@ -13,6 +14,10 @@ namespace kiln::testing {
 struct Tolerance {
   double rtol, atol;
 };
+
+// Reductions accumulate rounding error: the bar for f32 is rtol 1e-4 / atol 1e-5 against
+// the f64 reference.
+inline constexpr Tolerance kF32ReductionTolerance{1e-4, 1e-5};
 
 inline Tolerance tolerance_for(DType t) {
   switch (t) {
@@ -29,7 +34,8 @@ using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 // Runs `fn` eager and compiled, and `op`'s reference, and expects all three to agree.
 inline void expect_matches_reference(const std::string& op, const OpFn& fn,
                                      const std::vector<Tensor>& inputs, const Attrs& attrs,
-                                     const std::string& what) {
+                                     const std::string& what,
+                                     std::optional<Tolerance> f32_tolerance = std::nullopt) {
   SCOPED_TRACE(op + " " + what);
   const OpDef& def = get_op(op);
   std::vector<TensorMeta> metas;
@@ -42,6 +48,7 @@ inline void expect_matches_reference(const std::string& op, const OpFn& fn,
   ASSERT_EQ(eager.meta(), out_meta);
   ASSERT_EQ(compiled.meta(), out_meta);
   Tolerance tol = tolerance_for(out_meta.dtype);
+  if (f32_tolerance && out_meta.dtype == DType::F32) tol = *f32_tolerance;
   EXPECT_TRUE(allclose(eager, ref, tol.rtol, tol.atol, true))
       << "eager " << eager.str(12) << "\nref   " << ref.str(12)
       << "\nmax abs diff " << max_abs_diff(eager, ref);
