@@ -63,9 +63,23 @@ void schedule_gpu_loops(StageT stage, const std::vector<Var>& v) {
   }
 }
 
+// GPU outputs: each thread handles a short vector of the innermost dim (wide loads and
+// stores), when the innermost extent allows it.
+void schedule_gpu_output(Func f) {
+  std::vector<Var> v = f.args();
+  if (!v.empty()) {
+    Halide::Expr inner_extent = f.output_buffer().dim(0).extent();
+    Var vi("vi");
+    Halide::Stage wide = f.specialize(inner_extent >= 4 * 256);
+    wide.split(v[0], v[0], vi, 4, TailStrategy::ShiftInwards).vectorize(vi);
+    schedule_gpu_loops(wide, v);
+  }
+  schedule_gpu_loops(f, v);
+}
+
 void schedule_output(Func f, const Halide::Target& target) {
   if (target.has_gpu_feature()) {
-    schedule_gpu_loops(f, pure_vars(f));
+    schedule_gpu_output(f);
   } else {
     schedule_cpu_output(f, std::max(1, target.natural_vector_size(f.type())));
   }

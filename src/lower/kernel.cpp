@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "core/error.h"
@@ -60,6 +61,12 @@ Kernel::Kernel(const Graph& graph, const Halide::Target& target, const ScheduleF
   callable_ = with_halide_errors("compiling the graph with Halide's JIT", [&] {
     return lowered_.pipeline().compile_to_callable(lowered_.arguments(), target_);
   });
+  if (target_.has_gpu_feature()) {
+    // Keep freed device buffers for reuse: cudaMalloc/cudaFree per call would dominate
+    // small kernels. (The shared JIT runtime exists once a GPU pipeline is compiled.)
+    static std::once_flag once;
+    std::call_once(once, [] { Halide::Internal::JITSharedRuntime::reuse_device_allocations(true); });
+  }
 }
 
 std::string Kernel::lowered_stmt() const { return lowered_stmt_text(lowered_, target_); }
