@@ -30,7 +30,7 @@ build: configure
 	$(VENV)/bin/cmake --build $(BUILD) -j $(JOBS)
 
 configure: setup
-	@test -f $(BUILD)/build.ninja || $(VENV)/bin/cmake -S . -B $(BUILD) -G Ninja \
+	@(test -f $(BUILD)/build.ninja && test -f $(BUILD)/CMakeCache.txt) || $(VENV)/bin/cmake -S . -B $(BUILD) -G Ninja \
 	    -DCMAKE_BUILD_TYPE=Release \
 	    -DCMAKE_MAKE_PROGRAM=$(CURDIR)/$(VENV)/bin/ninja \
 	    -DHalide_DIR=$(HALIDE_ROOT)/lib64/cmake/Halide \

@@ -6,6 +6,7 @@
 
 #include "HalideBuffer.h"
 #include "kiln_seed.h"
+#include "kiln_seed_mullapudi.h"
 
 namespace {
 
@@ -22,6 +23,15 @@ TEST(SeedLibrary, HostKernelMatchesTheFormula) {
       ASSERT_NEAR(out(i), want, 1e-4 * std::max(1.0, std::abs(want))) << "n=" << n << " i=" << i;
     }
   }
+}
+
+TEST(SeedLibrary, AutoscheduledBuildGivesTheSameResults) {
+  const int n = 100003;
+  Buffer<float, 1> x(n), a(n), b(n);
+  for (int i = 0; i < n; ++i) x(i) = -3.0f + 6.0f * float(i) / float(n);
+  ASSERT_EQ(kiln_seed(x, a), 0);
+  ASSERT_EQ(kiln_seed_mullapudi(x, b), 0);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(a(i), b(i)) << i;
 }
 
 TEST(SeedLibrary, ReportsSizeMismatchAsAnError) {
