@@ -24,6 +24,7 @@ class SeedGenerator : public Halide::Generator<SeedGenerator> {
           return std::vector<kiln::Tensor>{kiln::apps::compute_expression(in[0])};
         },
         {kiln::zeros({2})}, options);
+    x.dim(0).set_min(0);  // kiln tensors are dense and zero-based, like its ImageParams
     kiln::ExternalInputs inputs{{x}, {{"s0", x.dim(0).extent()}}};
     lowered_ = kiln::lower_to_halide(graph, &inputs);
     Halide::Var i("d0");

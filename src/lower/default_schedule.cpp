@@ -63,15 +63,15 @@ void schedule_gpu_loops(StageT stage, const std::vector<Var>& v) {
   }
 }
 
-// GPU outputs: each thread handles a short vector of the innermost dim (wide loads and
-// stores), when the innermost extent allows it.
+// GPU outputs: each thread handles 4 consecutive elements of the innermost dim, when its
+// extent is a multiple of 4, so loads and stores are 128-bit and provably aligned.
 void schedule_gpu_output(Func f) {
   std::vector<Var> v = f.args();
   if (!v.empty()) {
     Halide::Expr inner_extent = f.output_buffer().dim(0).extent();
     Var vi("vi");
-    Halide::Stage wide = f.specialize(inner_extent >= 4 * 256);
-    wide.split(v[0], v[0], vi, 4, TailStrategy::ShiftInwards).vectorize(vi);
+    Halide::Stage wide = f.specialize(inner_extent % 4 == 0 && inner_extent >= 4 * 256);
+    wide.split(v[0], v[0], vi, 4, TailStrategy::RoundUp).vectorize(vi);
     schedule_gpu_loops(wide, v);
   }
   schedule_gpu_loops(f, v);
