@@ -87,7 +87,8 @@ void schedule_output(Func f, const Halide::Target& target) {
 
 // A reduction accumulator: its own loop nest; the update parallel over kept dims, or
 // split with rfactor when everything is reduced (on the CPU).
-void schedule_accumulator(Func acc, const Halide::Target& target) {
+void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) {
+  Func acc = stage.func;
   acc.compute_root();
   std::vector<Var> v = pure_vars(acc);
   if (target.has_gpu_feature()) {
@@ -99,8 +100,17 @@ void schedule_accumulator(Func acc, const Halide::Target& target) {
   if (!acc.has_update_definition()) return;
   Halide::Stage update = acc.update();
   if (!v.empty()) {
-    // Reduction loops stay innermost (they walk memory); tasks split the outermost kept dim.
+    // Tasks split the outermost kept dim.
     acc.parallel(v.back());
+    if (stage.pure_innermost && v.size() >= 2) {
+      // for rows: for k: for columns (vectorized): acc(col, row) += a(k, row) * b(col, k)
+      std::vector<VarOrRVar> order = {v[0]};
+      for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
+      for (size_t j = 1; j < v.size(); ++j) order.push_back(v[j]);
+      update.reorder(order);
+      update.vectorize(v[0], std::max(1, target.natural_vector_size(acc.type())), TailStrategy::GuardWithIf);
+      acc.vectorize(v[0], std::max(1, target.natural_vector_size(acc.type())), TailStrategy::GuardWithIf);
+    }
     update.parallel(v.back());
     log("schedule", acc.name() + ": update parallel over the outermost kept dim");
     return;
@@ -125,7 +135,7 @@ void schedule_accumulator(Func acc, const Halide::Target& target) {
 }  // namespace
 
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target) {
-  for (Func& s : lowered.stages) schedule_accumulator(s, target);
+  for (const StageInfo& s : lowered.stages) schedule_accumulator(s, target);
   for (Func& out : lowered.outputs) {
     schedule_output(out, target);
     log("schedule", out.name() + (target.has_gpu_feature() ? ": gpu_tile" : ": vectorized, parallel"));

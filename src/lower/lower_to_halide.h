@@ -16,7 +16,7 @@ struct LoweredGraph {
   std::vector<Halide::Func> outputs;       // one per graph output, in order
   std::map<int, Halide::Func> funcs;       // the Func of each node
   // Stages that need a loop nest of their own (reduction accumulators, ...).
-  std::vector<Halide::Func> stages;
+  std::vector<StageInfo> stages;
   // The graph's ops, by node id, for the scheduler.
   std::map<int, OpKind> kinds;
 

@@ -33,7 +33,37 @@ KILN_DEFINE_UNARY(rsqrt)
 KILN_DEFINE_UNARY(tanh)
 KILN_DEFINE_UNARY(sigmoid)
 KILN_DEFINE_UNARY(relu)
+KILN_DEFINE_UNARY(erf)
+KILN_DEFINE_UNARY(floor)
+KILN_DEFINE_UNARY(ceil)
+KILN_DEFINE_UNARY(round)
+KILN_DEFINE_UNARY(silu)
+KILN_DEFINE_UNARY(softplus)
+KILN_DEFINE_UNARY(logical_not)
 #undef KILN_DEFINE_UNARY
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  if (approximate != "none" && approximate != "tanh") {
+    user_error("gelu: approximate must be \"none\" or \"tanh\", not \"", approximate, "\"");
+  }
+  return apply_op("gelu", {x}, {{"approximate", approximate}});
+}
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return apply_op("leaky_relu", {x}, {{"negative_slope", negative_slope}});
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  if (lo && hi && *lo > *hi) user_error("clamp: min ", *lo, " is greater than max ", *hi);
+  Attrs a;
+  if (lo) a.set("min", *lo);
+  if (hi) a.set("max", *hi);
+  return apply_op("clamp", {x}, a);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  return apply_op("where", {cond, a, b});
+}
 
 Tensor cast(const Tensor& x, DType dtype) {
   return apply_op("cast", {x}, {{"dtype", std::string(dtype_name(dtype))}});
@@ -73,6 +103,14 @@ KILN_DEFINE_BINARY(div)
 KILN_DEFINE_BINARY(pow)
 KILN_DEFINE_BINARY(maximum)
 KILN_DEFINE_BINARY(minimum)
+KILN_DEFINE_BINARY(eq)
+KILN_DEFINE_BINARY(ne)
+KILN_DEFINE_BINARY(lt)
+KILN_DEFINE_BINARY(le)
+KILN_DEFINE_BINARY(gt)
+KILN_DEFINE_BINARY(ge)
+KILN_DEFINE_BINARY(logical_and)
+KILN_DEFINE_BINARY(logical_or)
 #undef KILN_DEFINE_BINARY
 
 namespace {
@@ -89,6 +127,108 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
 }
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
   return reduce("max", x, axes, keepdim);
+}
+
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return reduce("min", x, axes, keepdim);
+}
+Tensor prod(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return reduce("prod", x, axes, keepdim);
+}
+
+Tensor softmax(const Tensor& x, int64_t axis) { return apply_op("softmax", {x}, {{"axis", axis}}); }
+Tensor log_softmax(const Tensor& x, int64_t axis) {
+  return apply_op("log_softmax", {x}, {{"axis", axis}});
+}
+
+namespace {
+// Checks that normalized_shape names x's trailing dims; returns how many.
+int64_t trailing_dims(const char* op, const Tensor& x, const std::vector<int64_t>& normalized_shape) {
+  const int r = x.rank(), k = int(normalized_shape.size());
+  bool ok = k >= 1 && k <= r;
+  for (int i = 0; ok && i < k; ++i) {
+    const Dim& d = x.shape()[r - k + i];
+    ok = !d.is_static() || d.size == normalized_shape[size_t(i)];
+  }
+  if (!ok) {
+    user_error(op, ": normalized_shape ", Shape(normalized_shape).str(),
+               " must equal the trailing dims of the input ", x.meta().str());
+  }
+  return k;
+}
+void check_affine(const char* op, const char* what, const Tensor& t, const std::vector<int64_t>& normalized_shape) {
+  if (t.defined() && t.shape() != Shape(normalized_shape)) {
+    user_error(op, ": ", what, " is ", t.meta().str(), " but must have shape ", Shape(normalized_shape).str());
+  }
+}
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                  const Tensor& weight, const Tensor& bias, double eps) {
+  int64_t k = trailing_dims("layer_norm", x, normalized_shape);
+  check_affine("layer_norm", "weight", weight, normalized_shape);
+  check_affine("layer_norm", "bias", bias, normalized_shape);
+  Tensor y = apply_op("layer_norm", {x}, {{"dims", k}, {"eps", eps}});
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
+Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                const Tensor& weight, double eps) {
+  int64_t k = trailing_dims("rms_norm", x, normalized_shape);
+  check_affine("rms_norm", "weight", weight, normalized_shape);
+  Tensor y = apply_op("rms_norm", {x}, {{"dims", k}, {"eps", eps}});
+  return weight.defined() ? y * weight : y;
+}
+
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {
+  return apply_op("reshape", {x}, {{"shape", shape}});
+}
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  return apply_op("permute", {x}, {{"dims", dims}});
+}
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+  const int r = x.rank();
+  std::vector<int64_t> dims(static_cast<size_t>(r));
+  for (int i = 0; i < r; ++i) dims[size_t(i)] = i;
+  std::swap(dims[size_t(normalize_axis(dim0, r, "transpose"))], dims[size_t(normalize_axis(dim1, r, "transpose"))]);
+  return permute(x, dims);
+}
+Tensor expand(const Tensor& x, const std::vector<int64_t>& shape) {
+  return apply_op("expand", {x}, {{"shape", shape}});
+}
+Tensor unsqueeze(const Tensor& x, int64_t axis) {
+  const int r = x.rank();
+  int a = normalize_axis(axis < 0 ? axis + r + 1 : axis, r + 1, "unsqueeze");
+  std::vector<int64_t> shape = x.shape().is_static() ? x.sizes() : std::vector<int64_t>{};
+  if (shape.empty() && r > 0) user_error("unsqueeze: needs static sizes, got ", x.meta().str());
+  shape.insert(shape.begin() + a, 1);
+  return reshape(x, shape);
+}
+Tensor squeeze(const Tensor& x, int64_t axis) {
+  int a = normalize_axis(axis, x.rank(), "squeeze");
+  const Dim& d = x.shape()[a];
+  if (!d.is_static() || d.size != 1) {
+    user_error("squeeze: axis ", axis, " of ", x.meta().str(), " has size ", d.str(), ", not 1");
+  }
+  std::vector<int64_t> shape = x.sizes();
+  shape.erase(shape.begin() + a);
+  return reshape(x, shape);
+}
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) {
+  return apply_op("slice", {x}, {{"axis", axis}, {"start", start}, {"stop", stop}, {"step", step}});
+}
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
+  return apply_op("concat", xs, {{"axis", axis}});
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) { return apply_op("matmul", {a, b}); }
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (weight.rank() != 2) user_error("linear: weight must be [out_features, in_features], got ", weight.meta().str());
+  Tensor y = matmul(x, transpose(weight, 0, 1));
+  return bias.defined() ? y + bias : y;
 }
 
 Tensor operator-(const Tensor& x) { return neg(x); }

@@ -2,6 +2,8 @@
 // recorded into the graph while kiln::compile traces, run at once (eager) otherwise.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -27,6 +29,19 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor cast(const Tensor& x, DType dtype);
+Tensor erf(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  // half to even
+Tensor silu(const Tensor& x);
+Tensor softplus(const Tensor& x);  // beta 1, linear above 20
+// approximate: "none" (erf) or "tanh"
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+Tensor logical_not(const Tensor& x);
+// Elementwise select with broadcasting; cond is a bool tensor.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
 // Binary, with NumPy broadcasting. A C++ number operand takes the tensor's dtype (a
 // "weak" scalar, as in PyTorch) unless that would lose it (a fraction with an integer
@@ -42,12 +57,48 @@ KILN_DECLARE_BINARY(div)
 KILN_DECLARE_BINARY(pow)
 KILN_DECLARE_BINARY(maximum)
 KILN_DECLARE_BINARY(minimum)
+// Comparisons and logical ops give bool tensors; comparisons with NaN are false (ne: true).
+KILN_DECLARE_BINARY(eq)
+KILN_DECLARE_BINARY(ne)
+KILN_DECLARE_BINARY(lt)
+KILN_DECLARE_BINARY(le)
+KILN_DECLARE_BINARY(gt)
+KILN_DECLARE_BINARY(ge)
+KILN_DECLARE_BINARY(logical_and)
+KILN_DECLARE_BINARY(logical_or)
 #undef KILN_DECLARE_BINARY
 
 // Reductions over `axes` (empty: all axes); keepdim keeps reduced axes with size 1.
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+
+// Numerically stable softmax / log_softmax along one axis.
+Tensor softmax(const Tensor& x, int64_t axis = -1);
+Tensor log_softmax(const Tensor& x, int64_t axis = -1);
+// Normalizes over the trailing dims given by normalized_shape (which must match them);
+// weight and bias are optional (undefined Tensor: none).
+Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                  const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                const Tensor& weight = {}, double eps = 1e-6);
+
+// Shape and data movement.
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape);  // one -1 allowed
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor expand(const Tensor& x, const std::vector<int64_t>& shape);  // -1 keeps a dim
+Tensor unsqueeze(const Tensor& x, int64_t axis);
+Tensor squeeze(const Tensor& x, int64_t axis);  // the axis must have size 1
+// x[start:stop:step] along axis, Python semantics (negative and out-of-range bounds clamp).
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1);
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis = 0);
+
+// Contractions.
+Tensor matmul(const Tensor& a, const Tensor& b);  // [..., M, K] x [..., K, N], batch broadcast
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  // x Wᵀ + b
 
 // A scalar as a 0-d tensor of `dtype`, traced as a constant when tracing.
 Tensor scalar(double value, DType dtype = DType::F32);

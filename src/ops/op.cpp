@@ -98,7 +98,7 @@ class Registry {
 
  private:
   Registry() {
-    for (auto* family : {&pointwise_ops, &reduce_ops})
+    for (auto* family : {&pointwise_ops, &reduce_ops, &shape_ops, &linalg_ops})
       for (OpDef& d : family()) add(std::move(d));
   }
   std::mutex mu_;
@@ -154,6 +154,8 @@ std::vector<Halide::Expr> broadcast_index(const TensorMeta& in, const TensorMeta
 }
 
 Halide::Type halide_type(DType t) { return Halide::Type(to_halide_type(t)); }
+
+Halide::Expr constant(Halide::Type t, double v) { return Halide::Internal::make_const(t, v); }
 
 Halide::Expr to_compute(const Halide::Expr& e, DType storage) {
   DType c = compute_dtype(storage);

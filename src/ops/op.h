@@ -57,6 +57,14 @@ enum class OpKind {
 };
 const char* op_kind_name(OpKind k);
 
+// An internal stage (e.g. a reduction's accumulator) that needs a loop nest of its own.
+struct StageInfo {
+  Halide::Func func;
+  // The update reads its inputs contiguously along the output's innermost dim (matmul's
+  // columns), so that dim goes innermost and vectorized, outside the reduction loops.
+  bool pure_innermost = false;
+};
+
 // What an algorithm sees besides its input Funcs.
 struct OpCall {
   const std::vector<TensorMeta>& inputs;
@@ -67,7 +75,7 @@ struct OpCall {
   std::function<Halide::Expr(const Dim&)> extent;
   // Internal stages (e.g. a reduction's accumulator) that need their own loop nest;
   // the scheduler computes them at root or tiles them.
-  std::vector<Halide::Func>* stages = nullptr;
+  std::vector<StageInfo>* stages = nullptr;
 };
 
 using InferFn = std::function<TensorMeta(const std::vector<TensorMeta>&, const Attrs&)>;
@@ -78,10 +86,13 @@ using ReferenceFn =
 struct OpDef {
   std::string name;
   OpKind kind = OpKind::Pointwise;
-  int arity = 1;  // number of tensor inputs
+  int arity = 1;  // number of tensor inputs; -1: any number
   InferFn infer;
   AlgorithmFn algorithm;
   ReferenceFn reference;
+  // Eager kernels are shape-generic (symbolic sizes) unless the op's index maps need
+  // static sizes (reshape, slice, ...); those compile per shape.
+  bool eager_generic = true;
 };
 
 // The registry of every op kiln knows.
@@ -104,6 +115,8 @@ std::vector<Halide::Expr> exprs(const std::vector<Halide::Var>& vs);
 std::vector<Halide::Expr> broadcast_index(const TensorMeta& in, const TensorMeta& out,
                                           const std::vector<Halide::Expr>& out_vars);
 Halide::Type halide_type(DType t);
+// A constant of type t (Halide::Expr has no double constructor).
+Halide::Expr constant(Halide::Type t, double v);
 // Loads widen f16/bf16 to f32; stores narrow back.
 Halide::Expr to_compute(const Halide::Expr& e, DType storage);
 Halide::Expr to_storage(const Halide::Expr& e, DType storage);
@@ -127,6 +140,8 @@ std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t>& sizes);
 
 // The built-in op families, one per file; the registry collects them once.
 std::vector<OpDef> pointwise_ops();  // ops/pointwise.cpp: scalar, cast, unary, binary
-std::vector<OpDef> reduce_ops();     // ops/reduce.cpp: sum, mean, max
+std::vector<OpDef> reduce_ops();     // ops/reduce.cpp: sum, mean, max, min, prod, softmax, norms
+std::vector<OpDef> shape_ops();      // ops/shape.cpp: reshape, permute, expand, slice, concat
+std::vector<OpDef> linalg_ops();     // ops/linalg.cpp: matmul
 
 }  // namespace kiln

@@ -28,12 +28,12 @@ Tensor pointwise_reference(const std::vector<Tensor>& in, const TensorMeta& out,
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     std::vector<int64_t> idx = ref::unravel(i, out_sizes);
-    double args[2] = {0.0, 0.0};
+    double args[3] = {0.0, 0.0, 0.0};
     for (size_t k = 0; k < host.size(); ++k) {
       args[k] = load_as_double(host[k].data(), host[k].dtype(),
                                ref::broadcast_offset(in_sizes[k], out_sizes, idx));
     }
-    store_from_double(dst, out.dtype, i, f(args[0], args[1]));
+    store_from_double(dst, out.dtype, i, f(args[0], args[1], args[2]));
   }
   return result;
 }
@@ -84,44 +84,102 @@ OpDef cast_op() {
     return f;
   };
   d.reference = [](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
-    return pointwise_reference(in, out, [](double x, double) { return x; });
+    return pointwise_reference(in, out, [](double x, double, double) { return x; });
   };
   return d;
 }
 
 // ---- unary ------------------------------------------------------------------------------
 
-enum class UnaryTypes { FloatResult, SameAsInput };
+enum class UnaryTypes { FloatResult, SameAsInput, BoolResult };
 
 struct UnarySpec {
   const char* name;
   UnaryTypes types;
-  Expr (*algorithm)(Expr x);
-  double (*reference)(double x);
+  Expr (*algorithm)(Expr x, const Attrs& a);
+  double (*reference)(double x, const Attrs& a);
 };
 
 const UnarySpec kUnary[] = {
-    {"sin", UnaryTypes::FloatResult, [](Expr x) { return Halide::sin(x); }, [](double x) { return std::sin(x); }},
-    {"cos", UnaryTypes::FloatResult, [](Expr x) { return Halide::cos(x); }, [](double x) { return std::cos(x); }},
-    {"tan", UnaryTypes::FloatResult, [](Expr x) { return Halide::tan(x); }, [](double x) { return std::tan(x); }},
-    {"exp", UnaryTypes::FloatResult, [](Expr x) { return Halide::exp(x); }, [](double x) { return std::exp(x); }},
-        {"log", UnaryTypes::FloatResult, [](Expr x) { return Halide::log(x); }, [](double x) { return std::log(x); }},
-    {"sqrt", UnaryTypes::FloatResult, [](Expr x) { return Halide::sqrt(x); }, [](double x) { return std::sqrt(x); }},
+    {"sin", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::sin(x); }, [](double x, const Attrs&) { return std::sin(x); }},
+    {"cos", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::cos(x); }, [](double x, const Attrs&) { return std::cos(x); }},
+    {"tan", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::tan(x); }, [](double x, const Attrs&) { return std::tan(x); }},
+    {"exp", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::exp(x); }, [](double x, const Attrs&) { return std::exp(x); }},
+        {"log", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::log(x); }, [](double x, const Attrs&) { return std::log(x); }},
+    {"sqrt", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::sqrt(x); }, [](double x, const Attrs&) { return std::sqrt(x); }},
     {"rsqrt", UnaryTypes::FloatResult,
-     [](Expr x) { return Halide::cast(x.type(), 1) / Halide::sqrt(x); },
-     [](double x) { return 1.0 / std::sqrt(x); }},
-    {"tanh", UnaryTypes::FloatResult, [](Expr x) { return Halide::tanh(x); }, [](double x) { return std::tanh(x); }},
+     [](Expr x, const Attrs&) { return Halide::cast(x.type(), 1) / Halide::sqrt(x); },
+     [](double x, const Attrs&) { return 1.0 / std::sqrt(x); }},
+    {"tanh", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::tanh(x); }, [](double x, const Attrs&) { return std::tanh(x); }},
     {"sigmoid", UnaryTypes::FloatResult,
-     [](Expr x) { return Halide::cast(x.type(), 1) / (Halide::cast(x.type(), 1) + Halide::exp(-x)); },
-     [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
+     [](Expr x, const Attrs&) { return Halide::cast(x.type(), 1) / (Halide::cast(x.type(), 1) + Halide::exp(-x)); },
+     [](double x, const Attrs&) { return 1.0 / (1.0 + std::exp(-x)); }},
     {"abs", UnaryTypes::SameAsInput,
-     [](Expr x) { return x.type().is_float() ? Halide::abs(x) : Halide::select(x < 0, -x, x); },
-     [](double x) { return std::abs(x); }},
-    {"neg", UnaryTypes::SameAsInput, [](Expr x) { return -x; }, [](double x) { return -x; }},
+     [](Expr x, const Attrs&) { return x.type().is_float() ? Halide::abs(x) : Halide::select(x < 0, -x, x); },
+     [](double x, const Attrs&) { return std::abs(x); }},
+    {"neg", UnaryTypes::SameAsInput, [](Expr x, const Attrs&) { return -x; }, [](double x, const Attrs&) { return -x; }},
     // relu(NaN) is NaN, as in PyTorch (the unary wrapper propagates NaN).
     {"relu", UnaryTypes::SameAsInput,
-     [](Expr x) { return Halide::max(x, Halide::cast(x.type(), 0)); },
-     [](double x) { return x < 0 ? 0.0 : x; }},
+     [](Expr x, const Attrs&) { return Halide::max(x, Halide::cast(x.type(), 0)); },
+     [](double x, const Attrs&) { return x < 0 ? 0.0 : x; }},
+    // Halide's erf is f32-only: f64 inputs get f32 accuracy (about 1e-7 absolute).
+    {"erf", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::cast(x.type(), Halide::erf(Halide::cast<float>(x))); },
+     [](double x, const Attrs&) { return std::erf(x); }},
+    {"floor", UnaryTypes::SameAsInput, [](Expr x, const Attrs&) { return x.type().is_float() ? Halide::floor(x) : x; },
+     [](double x, const Attrs&) { return std::floor(x); }},
+    {"ceil", UnaryTypes::SameAsInput, [](Expr x, const Attrs&) { return x.type().is_float() ? Halide::ceil(x) : x; },
+     [](double x, const Attrs&) { return std::ceil(x); }},
+    // Half to even, like PyTorch (Halide's round does the same).
+    {"round", UnaryTypes::SameAsInput, [](Expr x, const Attrs&) { return x.type().is_float() ? Halide::round(x) : x; },
+     [](double x, const Attrs&) { return std::nearbyint(x); }},
+    {"silu", UnaryTypes::FloatResult,
+     [](Expr x, const Attrs&) { return x / (Halide::cast(x.type(), 1) + Halide::exp(-x)); },
+     [](double x, const Attrs&) { return x / (1.0 + std::exp(-x)); }},
+    // PyTorch's softplus with beta=1, threshold=20: linear above the threshold.
+    {"softplus", UnaryTypes::FloatResult,
+     [](Expr x, const Attrs&) {
+       Expr one = Halide::cast(x.type(), 1);
+       return Halide::select(x > Halide::cast(x.type(), 20), x, Halide::log(one + Halide::exp(Halide::min(x, Halide::cast(x.type(), 20)))));
+     },
+     [](double x, const Attrs&) { return x > 20 ? x : std::log1p(std::exp(x)); }},
+    // gelu(approximate="none"|"tanh")
+    {"gelu", UnaryTypes::FloatResult,
+     [](Expr x, const Attrs& a) {
+       Halide::Type t = x.type();
+       Expr half = algo::constant(t, 0.5), one = algo::constant(t, 1);
+       if (a.get_string("approximate") == "tanh") {
+         Expr inner = algo::constant(t, 0.7978845608028654) * (x + algo::constant(t, 0.044715) * x * x * x);
+         return half * x * (one + Halide::tanh(inner));
+       }
+       Expr e = Halide::cast(t, Halide::erf(Halide::cast<float>(x * algo::constant(t, 0.7071067811865476))));
+       return half * x * (one + e);
+     },
+     [](double x, const Attrs& a) {
+       if (a.get_string("approximate") == "tanh") {
+         return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+       }
+       return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
+     }},
+    {"leaky_relu", UnaryTypes::FloatResult,
+     [](Expr x, const Attrs& a) {
+       return Halide::select(x < Halide::cast(x.type(), 0), x * algo::constant(x.type(), a.get_double("negative_slope")), x);
+     },
+     [](double x, const Attrs& a) { return x < 0 ? x * a.get_double("negative_slope") : x; }},
+    // clamp(min, max): either bound may be absent.
+    {"clamp", UnaryTypes::SameAsInput,
+     [](Expr x, const Attrs& a) {
+       if (a.has("min")) x = Halide::max(x, algo::constant(x.type(), a.get_double("min")));
+       if (a.has("max")) x = Halide::min(x, algo::constant(x.type(), a.get_double("max")));
+       return x;
+     },
+     [](double x, const Attrs& a) {
+       if (a.has("min")) x = std::max(x, a.get_double("min"));
+       if (a.has("max")) x = std::min(x, a.get_double("max"));
+       return x;
+     }},
+    {"logical_not", UnaryTypes::BoolResult,
+     [](Expr x, const Attrs&) { return x == Halide::cast(x.type(), 0); },
+     [](double x, const Attrs&) { return x == 0.0 ? 1.0 : 0.0; }},
 };
 
 OpDef unary_op(const UnarySpec& s) {
@@ -131,25 +189,28 @@ OpDef unary_op(const UnarySpec& s) {
   d.infer = [s](const std::vector<TensorMeta>& in, const Attrs&) {
     DType t = in[0].dtype;
     if (s.types == UnaryTypes::FloatResult) return TensorMeta{is_float(t) ? t : DType::F32, in[0].shape};
+    if (s.types == UnaryTypes::BoolResult) return TensorMeta{DType::Bool, in[0].shape};
     reject_bool(s.name, t);
     return TensorMeta{t, in[0].shape};
   };
   d.algorithm = [s](const std::vector<Func>& in, const OpCall& c) {
     auto v = algo::vars(c.output.shape.rank());
-    DType ct = compute_dtype(c.output.dtype);
+    DType ct = compute_dtype(s.types == UnaryTypes::BoolResult ? c.inputs[0].dtype : c.output.dtype);
     Expr raw = in[0](v);
     Expr x = Halide::cast(algo::halide_type(ct), raw);
-    Expr y = s.algorithm(x);
+    Expr y = s.algorithm(x, c.attrs);
     // IEEE special values, tested on the stored bits (Halide's simplifier assumes floats
     // are finite): NaN in gives NaN out, and log(+inf) is +inf, not Halide's finite value.
     if (std::string(s.name) == "log") y = Halide::select(algo::is_pos_inf(raw), x, y);
-    if (raw.type().is_float()) y = Halide::select(algo::is_nan(raw), x, y);
+    if (raw.type().is_float() && s.types != UnaryTypes::BoolResult) y = Halide::select(algo::is_nan(raw), x, y);
     Func f(s.name);
     f(v) = algo::to_storage(y, c.output.dtype);
     return f;
   };
-  d.reference = [s](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
-    return pointwise_reference(in, out, [s](double x, double) { return s.reference(x); });
+  d.reference = [s](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+    return pointwise_reference(in, out, [s, &a](double x, double, double) {
+      return std::isnan(x) && s.types != UnaryTypes::BoolResult ? x : s.reference(x, a);
+    });
   };
   return d;
 }
@@ -160,6 +221,7 @@ struct BinarySpec {
   const char* name;
   bool arithmetic;   // rejects bool operands
   bool true_divide;  // integer operands give a float result
+  bool bool_result;  // comparisons and logical ops
   Expr (*algorithm)(Expr a, Expr b);
   double (*reference)(double a, double b);
 };
@@ -176,15 +238,34 @@ Expr nan_min(Expr a, Expr b) {
 double ref_max(double a, double b) { return (std::isnan(a) || a > b) ? a : b; }
 double ref_min(double a, double b) { return (std::isnan(a) || a < b) ? a : b; }
 
+// Comparisons are false when either side is NaN (ne: true), tested on the bits.
+template <int Op>
+Expr compare(Expr a, Expr b) {
+  Expr r = Op == 0 ? a == b : Op == 1 ? a != b : Op == 2 ? a < b : Op == 3 ? a <= b : Op == 4 ? a > b : a >= b;
+  if (!a.type().is_float()) return r;
+  return Halide::select(algo::is_nan(a) || algo::is_nan(b), Halide::cast<bool>(Op == 1), r);
+}
+Expr to_bool(Expr a) { return a != Halide::cast(a.type(), 0); }
+
 const BinarySpec kBinary[] = {
-    {"add", true, false, [](Expr a, Expr b) { return a + b; }, [](double a, double b) { return a + b; }},
-    {"sub", true, false, [](Expr a, Expr b) { return a - b; }, [](double a, double b) { return a - b; }},
-    {"mul", true, false, [](Expr a, Expr b) { return a * b; }, [](double a, double b) { return a * b; }},
-    {"div", true, true, [](Expr a, Expr b) { return a / b; }, [](double a, double b) { return a / b; }},
-    {"pow", true, false, [](Expr a, Expr b) { return Halide::pow(a, b); },
+    {"eq", false, false, true, compare<0>, [](double a, double b) { return double(a == b); }},
+    {"ne", false, false, true, compare<1>, [](double a, double b) { return double(a != b); }},
+    {"lt", false, false, true, compare<2>, [](double a, double b) { return double(a < b); }},
+    {"le", false, false, true, compare<3>, [](double a, double b) { return double(a <= b); }},
+    {"gt", false, false, true, compare<4>, [](double a, double b) { return double(a > b); }},
+    {"ge", false, false, true, compare<5>, [](double a, double b) { return double(a >= b); }},
+    {"logical_and", false, false, true, [](Expr a, Expr b) { return to_bool(a) && to_bool(b); },
+     [](double a, double b) { return double(a != 0 && b != 0); }},
+    {"logical_or", false, false, true, [](Expr a, Expr b) { return to_bool(a) || to_bool(b); },
+     [](double a, double b) { return double(a != 0 || b != 0); }},
+    {"add", true, false, false, [](Expr a, Expr b) { return a + b; }, [](double a, double b) { return a + b; }},
+    {"sub", true, false, false, [](Expr a, Expr b) { return a - b; }, [](double a, double b) { return a - b; }},
+    {"mul", true, false, false, [](Expr a, Expr b) { return a * b; }, [](double a, double b) { return a * b; }},
+    {"div", true, true, false, [](Expr a, Expr b) { return a / b; }, [](double a, double b) { return a / b; }},
+    {"pow", true, false, false, [](Expr a, Expr b) { return Halide::pow(a, b); },
      [](double a, double b) { return std::pow(a, b); }},
-    {"maximum", false, false, nan_max, ref_max},
-    {"minimum", false, false, nan_min, ref_min},
+    {"maximum", false, false, false, nan_max, ref_max},
+    {"minimum", false, false, false, nan_min, ref_min},
 };
 
 OpDef binary_op(const BinarySpec& s) {
@@ -199,6 +280,7 @@ OpDef binary_op(const BinarySpec& s) {
     }
     DType t = promote(in[0].dtype, in[1].dtype);
     if (s.true_divide && !is_float(t)) t = DType::F32;
+    if (s.bool_result) t = DType::Bool;
     return TensorMeta{t, broadcast_shapes(in[0].shape, in[1].shape, s.name)};
   };
   d.algorithm = [s](const std::vector<Func>& in, const OpCall& c) {
@@ -206,6 +288,7 @@ OpDef binary_op(const BinarySpec& s) {
     DType out = c.output.dtype;
     // Integer pow runs in f64 (Halide's pow is float-only); exact below 2^53.
     DType ct = (std::string(s.name) == "pow" && !is_float(out)) ? DType::F64 : compute_dtype(out);
+    if (s.bool_result) ct = compute_dtype(promote(c.inputs[0].dtype, c.inputs[1].dtype));
     Halide::Type ht = algo::halide_type(ct);
     Expr a = Halide::cast(ht, in[0](algo::broadcast_index(c.inputs[0], c.output, v)));
     Expr b = Halide::cast(ht, in[1](algo::broadcast_index(c.inputs[1], c.output, v)));
@@ -214,7 +297,37 @@ OpDef binary_op(const BinarySpec& s) {
     return f;
   };
   d.reference = [s](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
-    return pointwise_reference(in, out, s.reference);
+    return pointwise_reference(in, out, [s](double a, double b, double) { return s.reference(a, b); });
+  };
+  return d;
+}
+
+// ---- where(cond, a, b) ------------------------------------------------------------------
+
+OpDef where_op() {
+  OpDef d;
+  d.name = "where";
+  d.kind = OpKind::Pointwise;
+  d.arity = 3;
+  d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    if (in[0].dtype != DType::Bool) {
+      user_error("where: the condition must be a bool tensor (from a comparison), not ",
+                 in[0].str());
+    }
+    Shape s = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "where"), in[2].shape, "where");
+    return TensorMeta{promote(in[1].dtype, in[2].dtype), s};
+  };
+  d.algorithm = [](const std::vector<Func>& in, const OpCall& c) {
+    auto v = algo::exprs(algo::vars(c.output.shape.rank()));
+    Halide::Type t = algo::halide_type(c.output.dtype);
+    Func f("where");
+    f(v) = Halide::select(in[0](algo::broadcast_index(c.inputs[0], c.output, v)) != 0,
+                          Halide::cast(t, in[1](algo::broadcast_index(c.inputs[1], c.output, v))),
+                          Halide::cast(t, in[2](algo::broadcast_index(c.inputs[2], c.output, v))));
+    return f;
+  };
+  d.reference = [](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
+    return pointwise_reference(in, out, [](double c, double a, double b) { return c != 0 ? a : b; });
   };
   return d;
 }
@@ -225,6 +338,7 @@ std::vector<OpDef> pointwise_ops() {
   std::vector<OpDef> ops = {scalar_op(), cast_op()};
   for (const UnarySpec& s : kUnary) ops.push_back(unary_op(s));
   for (const BinarySpec& s : kBinary) ops.push_back(binary_op(s));
+  ops.push_back(where_op());
   return ops;
 }
 

@@ -13,7 +13,7 @@ namespace {
 using Halide::Expr;
 using Halide::Func;
 
-enum class Reducer { Sum, Mean, Max };
+enum class Reducer { Sum, Mean, Max, Min, Prod };
 
 // Axes to reduce, normalized and sorted; an empty "axes" attribute means all axes.
 std::vector<int> reduced_axes(const std::string& op, const TensorMeta& in, const Attrs& a) {
@@ -35,7 +35,9 @@ DType result_dtype(Reducer r, DType in) {
   switch (r) {
     case Reducer::Sum: return is_float(in) ? in : DType::I64;
     case Reducer::Mean: return is_float(in) ? in : DType::F32;
-    case Reducer::Max: return in;
+    case Reducer::Max:
+    case Reducer::Min: return in;
+    case Reducer::Prod: return is_float(in) ? in : DType::I64;
   }
   return in;
 }
@@ -47,7 +49,8 @@ TensorMeta infer_reduction(const std::string& op, Reducer r, const TensorMeta& i
   std::vector<Dim> out;
   for (int i = 0; i < in.shape.rank(); ++i) {
     bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
-    if (reduced && r != Reducer::Sum && in.shape[i].is_static() && in.shape[i].size == 0) {
+    bool has_identity = r == Reducer::Sum || r == Reducer::Prod;
+    if (reduced && !has_identity && in.shape[i].is_static() && in.shape[i].size == 0) {
       user_error(op, ": cannot reduce over axis ", i, " of ", in.str(),
                  ": it is empty and ", op, " has no identity");
     }
@@ -60,6 +63,9 @@ TensorMeta infer_reduction(const std::string& op, Reducer r, const TensorMeta& i
 Expr lowest(Halide::Type t) {
   return t.is_float() ? Halide::cast(t, Expr(-std::numeric_limits<float>::infinity()))
                       : t.min();
+}
+Expr highest(Halide::Type t) {
+  return t.is_float() ? Halide::cast(t, Expr(std::numeric_limits<float>::infinity())) : t.max();
 }
 
 Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Func>& in,
@@ -81,7 +87,8 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
     count = count * Halide::cast(Halide::Float(64), e);
   }
 
-  DType acc_dtype = r == Reducer::Max ? compute_dtype(im.dtype) : compute_dtype(c.output.dtype);
+  bool extremum = r == Reducer::Max || r == Reducer::Min;
+  DType acc_dtype = extremum ? compute_dtype(im.dtype) : compute_dtype(c.output.dtype);
   Halide::Type at = algo::halide_type(acc_dtype);
   Func out(op);
   if (ranges.empty()) {  // nothing to reduce (a 0-d input)
@@ -104,16 +111,20 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
   Expr x = Halide::cast(at, in[0](idx));
 
   Func acc(op + "_acc");
-  if (r == Reducer::Max) {
-    acc(vo) = lowest(at);
+  if (extremum) {
+    bool is_max = r == Reducer::Max;
+    acc(vo) = is_max ? lowest(at) : highest(at);
     Expr cur = acc(vo);
-    acc(vo) = at.is_float() ? algo::propagate_nan(cur, algo::propagate_nan(x, Halide::max(cur, x)))
-                            : Halide::max(cur, x);
+    Expr best = is_max ? Halide::max(cur, x) : Halide::min(cur, x);
+    acc(vo) = at.is_float() ? algo::propagate_nan(cur, algo::propagate_nan(x, best)) : best;
+  } else if (r == Reducer::Prod) {
+    acc(vo) = Halide::cast(at, 1);
+    acc(vo) *= x;
   } else {
     acc(vo) = Halide::cast(at, 0);
     acc(vo) += x;
   }
-  c.stages->push_back(acc);
+  c.stages->push_back({acc});
   Expr result = acc(vo);
   if (r == Reducer::Mean) result = result / Halide::cast(at, count);
   out(vo) = algo::to_storage(result, c.output.dtype);
@@ -142,13 +153,15 @@ Tensor reduction_reference(const std::string& op, Reducer r, const Tensor& in_t,
     std::vector<int64_t> ko = ref::unravel(o, kept_sizes);
     int64_t base = 0;
     for (size_t k = 0; k < ko.size(); ++k) base += ko[k] * kept_strides[k];
-    double acc = r == Reducer::Max ? -INFINITY : 0.0;
+    double acc = r == Reducer::Max ? -INFINITY : r == Reducer::Min ? INFINITY : r == Reducer::Prod ? 1.0 : 0.0;
     for (int64_t q = 0; q < red_n; ++q) {
       std::vector<int64_t> kr = ref::unravel(q, red_sizes);
       int64_t off = base;
       for (size_t k = 0; k < kr.size(); ++k) off += kr[k] * red_strides[k];
       double v = load_as_double(src, in.dtype(), off);
       if (r == Reducer::Max) acc = (std::isnan(acc) || acc >= v) ? acc : v;
+      else if (r == Reducer::Min) acc = (std::isnan(acc) || acc <= v) ? acc : v;
+      else if (r == Reducer::Prod) acc *= v;
       else acc += v;
     }
     if (r == Reducer::Mean) acc /= double(red_n);
@@ -173,11 +186,159 @@ OpDef reduction_op(const std::string& name, Reducer r) {
   return d;
 }
 
+// ---- softmax / log_softmax over one axis, numerically stable ------------------------------
+//   m = max(x), e = exp(x - m), s = sum(e); softmax = e / s, log_softmax = x - m - log(s).
+
+struct AxisView {
+  int axis;   // kiln axis
+  int hdim;   // Halide dim of the axis
+};
+
+AxisView axis_of(const std::string& op, const TensorMeta& in, const Attrs& a) {
+  int axis = normalize_axis(a.get_int("axis"), in.shape.rank(), op);
+  return {axis, in.shape.rank() - 1 - axis};
+}
+
+// Func over the input's dims with the axis dim replaced by an RDom / fixed to 0.
+std::vector<Expr> with_dim(const std::vector<Halide::Var>& v, int hdim, Expr e) {
+  std::vector<Expr> idx(v.begin(), v.end());
+  idx[size_t(hdim)] = e;
+  return idx;
+}
+
+OpDef softmax_op(const std::string& name, bool log_form) {
+  OpDef d;
+  d.name = name;
+  d.kind = OpKind::Reduction;
+  d.infer = [name](const std::vector<TensorMeta>& in, const Attrs& a) {
+    axis_of(name, in[0], a);
+    return TensorMeta{is_float(in[0].dtype) ? in[0].dtype : DType::F32, in[0].shape};
+  };
+  d.algorithm = [name, log_form](const std::vector<Func>& in, const OpCall& c) {
+    AxisView ax = axis_of(name, c.inputs[0], c.attrs);
+    auto v = algo::vars(c.output.shape.rank());
+    Halide::Type ct = algo::halide_type(compute_dtype(c.output.dtype));
+    Func x(name + "_x");
+    x(v) = Halide::cast(ct, in[0](v));
+    Halide::RDom r(0, c.extent(c.inputs[0].shape[ax.axis]), name + "_r");
+    Func m(name + "_max"), s(name + "_sum");
+    m(v) = lowest(ct);
+    m(v) = Halide::max(m(v), x(with_dim(v, ax.hdim, r)));
+    // m and s are read at index 0 of the axis only, so only that slice is computed.
+    std::vector<Expr> at0 = with_dim(v, ax.hdim, 0);
+    s(v) = Halide::cast(ct, 0);
+    s(v) += Halide::exp(x(with_dim(v, ax.hdim, r)) - m(at0));
+    c.stages->push_back({m});
+    c.stages->push_back({s});
+    Func out(name);
+    Expr shifted = x(v) - m(at0);
+    Expr y = log_form ? shifted - Halide::log(s(at0)) : Halide::exp(shifted) / s(at0);
+    out(v) = algo::to_storage(y, c.output.dtype);
+    return out;
+  };
+  d.reference = [name, log_form](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+    Tensor x = in[0].to_host();
+    AxisView ax = axis_of(name, x.meta(), a);
+    std::vector<int64_t> sizes = x.sizes();
+    int64_t n = sizes[size_t(ax.axis)], inner = 1, outer = 1;
+    for (int i = ax.axis + 1; i < x.rank(); ++i) inner *= sizes[size_t(i)];
+    for (int i = 0; i < ax.axis; ++i) outer *= sizes[size_t(i)];
+    std::vector<double> v = x.to_doubles(), o(v.size());
+#pragma omp parallel for collapse(2) if (outer * inner > 1024)
+    for (int64_t p = 0; p < outer; ++p) {
+      for (int64_t q = 0; q < inner; ++q) {
+        auto at = [&](int64_t k) { return size_t((p * n + k) * inner + q); };
+        double m = -INFINITY, s = 0;
+        for (int64_t k = 0; k < n; ++k) m = std::max(m, v[at(k)]);
+        for (int64_t k = 0; k < n; ++k) s += std::exp(v[at(k)] - m);
+        for (int64_t k = 0; k < n; ++k) o[at(k)] = log_form ? v[at(k)] - m - std::log(s) : std::exp(v[at(k)] - m) / s;
+      }
+    }
+    return from_vector(o, out.shape, out.dtype);
+  };
+  return d;
+}
+
+// ---- layer_norm / rms_norm over the last `dims` axes (no affine: the API adds it) ----------
+//   layer_norm = (x - mean) / sqrt(var + eps), var biased; rms_norm = x / sqrt(mean(x^2) + eps).
+
+OpDef normalize_op(const std::string& name, bool center) {
+  OpDef d;
+  d.name = name;
+  d.kind = OpKind::Reduction;
+  d.infer = [name](const std::vector<TensorMeta>& in, const Attrs& a) {
+    int64_t k = a.get_int("dims");
+    if (k < 1 || k > in[0].shape.rank()) {
+      user_error(name, ": normalizing over the last ", k, " dims of ", in[0].str(),
+                 " is impossible; dims must be in 1..", in[0].shape.rank());
+    }
+    return TensorMeta{is_float(in[0].dtype) ? in[0].dtype : DType::F32, in[0].shape};
+  };
+  d.algorithm = [name, center](const std::vector<Func>& in, const OpCall& c) {
+    const TensorMeta& im = c.inputs[0];
+    const int rank = im.shape.rank(), k = int(c.attrs.get_int("dims"));
+    auto v = algo::vars(rank);
+    Halide::Type ct = algo::halide_type(compute_dtype(c.output.dtype));
+    Func x(name + "_x");
+    x(v) = Halide::cast(ct, in[0](v));
+    // The normalized dims are Halide dims 0..k-1; the statistics live on the others.
+    std::vector<Halide::Range> ranges;
+    Expr count = Halide::cast(ct, 1);
+    for (int j = 0; j < k; ++j) {
+      Expr e = c.extent(im.shape[rank - 1 - j]);
+      ranges.emplace_back(0, e);
+      count = count * Halide::cast(ct, e);
+    }
+    Halide::RDom r(ranges, name + "_r");
+    std::vector<Halide::Var> outer(v.begin() + k, v.end());
+    std::vector<Expr> idx;
+    for (int j = 0; j < k; ++j) idx.push_back(r[j]);
+    for (const auto& o : outer) idx.push_back(o);
+    Func sum1(name + "_sum"), sum2(name + "_sumsq");
+    sum1(outer) = Halide::cast(ct, 0);
+    sum1(outer) += x(idx);
+    sum2(outer) = Halide::cast(ct, 0);
+    Expr xc = center ? x(idx) - sum1(outer) / count : x(idx);
+    sum2(outer) += xc * xc;  // two passes: no cancellation in the variance
+    c.stages->push_back({sum1});
+    c.stages->push_back({sum2});
+    Func out(name);
+    Expr mean = center ? sum1(outer) / count : Halide::cast(ct, 0);
+    Expr inv = Halide::cast(ct, 1) / Halide::sqrt(sum2(outer) / count + algo::constant(ct, c.attrs.get_double("eps")));
+    out(v) = algo::to_storage((x(v) - mean) * inv, c.output.dtype);
+    return out;
+  };
+  d.reference = [name, center](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+    Tensor x = in[0].to_host();
+    int64_t k = a.get_int("dims"), inner = 1;
+    for (int i = x.rank() - int(k); i < x.rank(); ++i) inner *= x.sizes()[size_t(i)];
+    int64_t outer = inner ? x.numel() / inner : 0;
+    double eps = a.get_double("eps");
+    std::vector<double> v = x.to_doubles(), o(v.size());
+#pragma omp parallel for if (outer > 64)
+    for (int64_t p = 0; p < outer; ++p) {
+      double mean = 0, var = 0;
+      for (int64_t q = 0; q < inner; ++q) mean += v[size_t(p * inner + q)] / double(inner);
+      if (!center) mean = 0;
+      for (int64_t q = 0; q < inner; ++q) {
+        double dlt = v[size_t(p * inner + q)] - mean;
+        var += dlt * dlt / double(inner);
+      }
+      for (int64_t q = 0; q < inner; ++q) o[size_t(p * inner + q)] = (v[size_t(p * inner + q)] - mean) / std::sqrt(var + eps);
+    }
+    return from_vector(o, out.shape, out.dtype);
+  };
+  return d;
+}
+
 }  // namespace
 
 std::vector<OpDef> reduce_ops() {
-  return {reduction_op("sum", Reducer::Sum), reduction_op("mean", Reducer::Mean),
-          reduction_op("max", Reducer::Max)};
+  return {reduction_op("sum", Reducer::Sum),   reduction_op("mean", Reducer::Mean),
+          reduction_op("max", Reducer::Max),   reduction_op("min", Reducer::Min),
+          reduction_op("prod", Reducer::Prod), softmax_op("softmax", false),
+          softmax_op("log_softmax", true),     normalize_op("layer_norm", true),
+          normalize_op("rms_norm", false)};
 }
 
 }  // namespace kiln

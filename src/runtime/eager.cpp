@@ -61,7 +61,7 @@ Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Att
   }
   infer_op(op, concrete, attrs);
 
-  std::vector<TensorMeta> metas = generic_metas(inputs);
+  std::vector<TensorMeta> metas = op.eager_generic ? generic_metas(inputs) : concrete;
   std::string key = op.name + "(" + attrs.str() + ")" + (on_gpu ? "@cuda" : "@host");
   for (const TensorMeta& m : metas) key += " " + m.str();
 

@@ -13,7 +13,11 @@ struct UnaryCase {
   double low, high;           // domain for random inputs
   std::vector<double> edges;  // edge values inside the op's domain
   bool integers;              // also defined on integer tensors (same dtype out)
+  Attrs attrs = {};
+  const char* label = nullptr;  // test name when one op is tested with several attrs
 };
+
+void PrintTo(const UnaryCase& c, std::ostream* os) { *os << (c.label ? c.label : c.op); }
 
 const double kInf = INFINITY, kNaN = NAN;
 
@@ -31,6 +35,21 @@ std::vector<UnaryCase> unary_cases() {
       {"tanh", kiln::tanh, -5, 5, {0.0, 20.0, -20.0, kNaN}, false},
       {"sigmoid", kiln::sigmoid, -10, 10, {0.0, 50.0, -50.0, kNaN}, false},
       {"relu", kiln::relu, -10, 10, {0.0, -0.0, -kInf, kInf, kNaN}, true},
+      {"erf", kiln::erf, -3, 3, {0.0, 5.0, -5.0, kInf, kNaN}, false},
+      {"floor", kiln::floor, -10, 10, {-0.5, 2.5, -2.5, kInf, kNaN}, true},
+      {"ceil", kiln::ceil, -10, 10, {-0.5, 2.5, -2.5, kInf, kNaN}, true},
+      {"round", kiln::round, -10, 10, {0.5, 1.5, 2.5, -0.5, -2.5, kNaN}, true},
+      {"silu", kiln::silu, -10, 10, {0.0, 50.0, -50.0, kNaN}, false},
+      {"softplus", kiln::softplus, -10, 30, {0.0, 20.0, 21.0, -50.0, kNaN}, false},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, -6, 6, {0.0, -10.0, 10.0, kNaN}, false,
+       {{"approximate", std::string("none")}}},
+      {"gelu", [](const Tensor& x) { return gelu(x, "tanh"); }, -6, 6, {0.0, -10.0, 10.0, kNaN}, false,
+       {{"approximate", std::string("tanh")}}, "gelu_tanh"},
+      {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); }, -10, 10, {0.0, -kInf, kNaN}, false,
+       {{"negative_slope", 0.2}}},
+      {"clamp", [](const Tensor& x) { return clamp(x, -1.5, 2.0); }, -5, 5, {-kInf, kInf, kNaN, 2.0}, true,
+       {{"min", -1.5}, {"max", 2.0}}},
+      {"logical_not", kiln::logical_not, -2, 2, {0.0, -0.0, kNaN}, true},
   };
 }
 
@@ -53,13 +72,13 @@ TEST_P(UnaryOps, MatchReferenceAcrossShapesAndDtypes) {
       }
       Tensor x = random_with_edges(s, dt, seed++, c.low, c.high, edges);
       expect_matches_reference(c.op, [&](const std::vector<Tensor>& in) { return c.fn(in[0]); },
-                               {x}, {}, std::string(dtype_name(dt)) + s.str());
+                               {x}, c.attrs, std::string(dtype_name(dt)) + s.str());
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, UnaryOps, ::testing::ValuesIn(unary_cases()),
-                         [](const auto& info) { return std::string(info.param.op); });
+                         [](const auto& info) { return std::string(info.param.label ? info.param.label : info.param.op); });
 
 TEST(UnaryOps, IntegerInputsGiveFloatResults) {
   Tensor x = from_vector(std::vector<int32_t>{0, 1, 2}, {3});
@@ -83,12 +102,18 @@ struct BinaryCase {
   bool integers;
 };
 
+void PrintTo(const BinaryCase& c, std::ostream* os) { *os << c.op; }
+
 std::vector<BinaryCase> binary_cases() {
   return {
       {"add", kiln::add, -10, 10, true},       {"sub", kiln::sub, -10, 10, true},
       {"mul", kiln::mul, -10, 10, true},       {"div", kiln::div, 0.5, 10, true},
       {"pow", kiln::pow, 0.1, 3, true},        {"maximum", kiln::maximum, -10, 10, true},
       {"minimum", kiln::minimum, -10, 10, true},
+      // Small integer ranges so that equal values (and ties) occur.
+      {"eq", kiln::eq, -3, 3, true}, {"ne", kiln::ne, -3, 3, true}, {"lt", kiln::lt, -3, 3, true},
+      {"le", kiln::le, -3, 3, true}, {"gt", kiln::gt, -3, 3, true}, {"ge", kiln::ge, -3, 3, true},
+      {"logical_and", kiln::logical_and, -1, 2, true}, {"logical_or", kiln::logical_or, -1, 2, true},
   };
 }
 
@@ -106,6 +131,10 @@ TEST_P(BinaryOps, MatchReferenceWithBroadcasting) {
     for (const auto& [sa, sb] : shapes) {
       Tensor a = random_with_edges(sa, dt, seed++, c.low, c.high);
       Tensor b = random_with_edges(sb, dt, seed++, c.low, c.high);
+      if (std::string(c.op).size() == 2 || std::string(c.op).rfind("logical", 0) == 0) {
+        a = floor(a);  // ties are the interesting case for comparisons
+        b = floor(b);
+      }
       if (!is_float(dt) && std::string(c.op) == "div") b = b + 1;  // no integer 0 divisors
       expect_matches_reference(c.op, [&](const std::vector<Tensor>& in) { return c.fn(in[0], in[1]); },
                                {a, b}, {}, std::string(dtype_name(dt)) + sa.str() + sb.str());
@@ -129,6 +158,21 @@ TEST(BinaryOps, EdgeValues) {
   EXPECT_EQ(q[0], INFINITY);
   EXPECT_EQ(q[1], -INFINITY);
   EXPECT_TRUE(std::isnan(q[2]));
+}
+
+TEST(BinaryOps, ComparisonsWithNaNAndWhere) {
+  Tensor a = from_vector(std::vector<float>{1, NAN, 3, 2}, {4});
+  Tensor b = from_vector(std::vector<float>{1, 1, NAN, 5}, {4});
+  EXPECT_EQ(eq(a, b).to_vector<int>(), (std::vector<int>{1, 0, 0, 0}));
+  EXPECT_EQ(ne(a, b).to_vector<int>(), (std::vector<int>{0, 1, 1, 1}));
+  EXPECT_EQ(lt(a, b).to_vector<int>(), (std::vector<int>{0, 0, 0, 1}));
+  EXPECT_EQ(ge(a, 2.0).dtype(), DType::Bool);
+  Tensor c = gt(a, 1.5);
+  expect_matches_reference("where", [](const std::vector<Tensor>& in) { return where(in[0], in[1], in[2]); },
+                           {c, a, scalar_tensor(-1.0)}, {}, "where");
+  Tensor m = where(lt(rand({3, 1}, 1), 0.5), rand({1, 4}, 2), zeros({3, 4}, DType::F64));
+  EXPECT_EQ(m.meta().str(), "f64[3, 4]");
+  EXPECT_THROW(where(a, a, b), Error);  // the condition must be bool
 }
 
 TEST(BinaryOps, TypePromotionAndScalars) {

@@ -14,6 +14,8 @@ struct ReduceCase {
   ReduceFn fn;
 };
 
+void PrintTo(const ReduceCase& c, std::ostream* os) { *os << c.op; }
+
 class Reductions : public ::testing::TestWithParam<ReduceCase> {};
 
 TEST_P(Reductions, MatchReferenceOverAxes) {
@@ -40,7 +42,8 @@ TEST_P(Reductions, MatchReferenceOverAxes) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, Reductions,
                          ::testing::Values(ReduceCase{"sum", kiln::sum}, ReduceCase{"mean", kiln::mean},
-                                           ReduceCase{"max", kiln::max}),
+                                           ReduceCase{"max", kiln::max}, ReduceCase{"min", kiln::min},
+                                           ReduceCase{"prod", kiln::prod}),
                          [](const auto& info) { return std::string(info.param.op); });
 
 TEST(Reductions, ShapesAndDtypes) {
@@ -85,6 +88,64 @@ TEST(Reductions, BadAxes) {
   EXPECT_THROW(sum(x, {0, -2}), Error);  // the same axis twice
   EXPECT_THROW(max(zeros({0})), Error);  // max of nothing
   EXPECT_EQ(sum(zeros({0})).item(), 0.0);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Softmax, MatchesReferenceOnEveryAxisAndDtype) {
+  uint64_t seed = 50;
+  for (const char* op : {"softmax", "log_softmax"}) {
+    for (DType dt : {DType::F32, DType::F64, DType::F16}) {
+      for (const auto& [shape, axis] : std::vector<std::pair<Shape, int64_t>>{
+               {Shape{7}, 0}, {Shape{3, 5}, -1}, {Shape{3, 5}, 0}, {Shape{2, 3, 17}, 1}, {Shape{4, 1}, 1}}) {
+        Tensor x = random_with_edges(shape, dt, seed++, -5, 5);
+        expect_matches_reference(op, [&](const std::vector<Tensor>& in) {
+              return std::string(op) == "softmax" ? softmax(in[0], axis) : log_softmax(in[0], axis);
+            }, {x}, {{"axis", axis}}, std::string(dtype_name(dt)) + shape.str(), kF32ReductionTolerance);
+      }
+    }
+  }
+}
+
+TEST(Softmax, StaysFiniteForHugeLogits) {
+  Tensor x = from_vector(std::vector<float>{1e4f, -1e4f, 0.0f, 1e4f - 1.0f}, {1, 4});
+  std::vector<double> p = softmax(x).to_doubles(), lp = log_softmax(x).to_doubles();
+  for (double v : p) EXPECT_TRUE(std::isfinite(v));
+  for (double v : lp) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_NEAR(p[0], 1.0 / (1.0 + std::exp(-1.0)), 1e-6);
+  EXPECT_NEAR(lp[1], -2e4 - std::log1p(std::exp(-1.0)), 1e-2);
+  EXPECT_THROW(softmax(x, 2), Error);
+}
+
+TEST(Norms, LayerNormAndRmsNormMatchReference) {
+  uint64_t seed = 90;
+  for (DType dt : {DType::F32, DType::F64, DType::F16}) {
+    for (const auto& [shape, k] : std::vector<std::pair<Shape, int64_t>>{{Shape{4, 33}, 1}, {Shape{2, 3, 8}, 2}, {Shape{5}, 1}}) {
+      Tensor x = random_with_edges(shape, dt, seed++, -3, 7);  // a non-zero mean
+      Attrs a{{"dims", k}, {"eps", 1e-5}};
+      std::vector<int64_t> sizes = shape.sizes();
+      std::vector<int64_t> ns(sizes.end() - k, sizes.end());
+      expect_matches_reference("layer_norm", [&](const std::vector<Tensor>& in) { return layer_norm(in[0], ns); },
+                               {x}, a, std::string(dtype_name(dt)) + shape.str(), kF32ReductionTolerance);
+      Attrs b{{"dims", k}, {"eps", 1e-6}};
+      expect_matches_reference("rms_norm", [&](const std::vector<Tensor>& in) { return rms_norm(in[0], ns); },
+                               {x}, b, std::string(dtype_name(dt)) + shape.str(), kF32ReductionTolerance);
+    }
+  }
+}
+
+TEST(Norms, AffineAndLargeOffsets) {
+  // A large common offset: a one-pass variance (E[x^2] - E[x]^2, both ~1e6 in f32) would
+  // cancel catastrophically; the two-pass form stays within f32 rounding of the mean.
+  Tensor x = rand({3, 64}, 4, 1e3, 1e3 + 1.0);
+  Tensor w = rand({64}, 5), b = rand({64}, 6);
+  Tensor y = layer_norm(x, {64}, w, b);
+  Tensor ref = get_op("layer_norm").reference({x}, {{"dims", int64_t(1)}, {"eps", 1e-5}}, x.meta());
+  EXPECT_TRUE(allclose(y, ref * w + b, 1e-3, 1e-3)) << max_abs_diff(y, ref * w + b);
+  EXPECT_THROW(layer_norm(x, {63}), Error);
+  EXPECT_THROW(layer_norm(x, {64}, rand({3})), Error);
 }
 
 }  // namespace

@@ -1,0 +1,309 @@
+// Shape and data movement (injective ops): reshape, permute, expand, slice, concat.
+// Every output element reads exactly one input element; the index maps live here.
+#include <numeric>
+
+#include "core/error.h"
+#include "ops/op.h"
+
+namespace kiln {
+
+namespace {
+
+using Halide::Expr;
+using Halide::Func;
+
+void require_static(const std::string& op, const TensorMeta& m) {
+  if (!m.shape.is_static()) {
+    user_error(op, ": needs static sizes, but the input is ", m.str(),
+               "; mark these dims static (not dynamic) in kiln::compile");
+  }
+}
+
+// ---- reshape(shape with at most one -1) ---------------------------------------------------
+
+TensorMeta infer_reshape(const std::vector<TensorMeta>& in, const Attrs& a) {
+  require_static("reshape", in[0]);
+  std::vector<int64_t> want = a.get_ints("shape");
+  int64_t known = 1, infer_at = -1, n = in[0].shape.numel();
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == -1) {
+      if (infer_at >= 0) user_error("reshape: only one dimension may be -1 in ", Shape(want).str());
+      infer_at = int64_t(i);
+    } else if (want[i] < 0) {
+      user_error("reshape: invalid size ", want[i], " in ", Shape(want).str());
+    } else {
+      known *= want[i];
+    }
+  }
+  if (infer_at >= 0) {
+    if (known == 0 || n % known != 0) {
+      user_error("reshape: cannot reshape ", in[0].str(), " (", n, " elements) to ",
+                 Shape(want).str());
+    }
+    want[size_t(infer_at)] = n / known;
+  } else if (known != n) {
+    user_error("reshape: cannot reshape ", in[0].str(), " (", n, " elements) to ",
+               Shape(want).str(), " (", known, " elements)");
+  }
+  return {in[0].dtype, Shape(want)};
+}
+
+Expr I64(int64_t v) { return algo::constant(Halide::Int(64), double(v)); }
+
+Func reshape_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  std::vector<int64_t> osz = c.output.shape.sizes(), isz = c.inputs[0].shape.sizes();
+  std::vector<int64_t> ost = ref::strides(osz), ist = ref::strides(isz);
+  auto v = algo::vars(c.output.shape.rank());
+  const int ro = int(osz.size()), ri = int(isz.size());
+  Expr linear = Halide::cast<int64_t>(0);
+  for (int i = 0; i < ro; ++i) linear += Halide::cast<int64_t>(v[size_t(ro - 1 - i)]) * I64(ost[size_t(i)]);
+  std::vector<Expr> idx(static_cast<size_t>(ri));
+  for (int i = 0; i < ri; ++i) {
+    Expr q = ist[size_t(i)] == 1 ? linear : linear / I64(ist[size_t(i)]);
+    idx[size_t(ri - 1 - i)] = Halide::cast<int>(i == 0 ? q : q % I64(isz[size_t(i)]));
+  }
+  Func f("reshape");
+  f(v) = in[0](idx);
+  return f;
+}
+
+// ---- permute(dims) ----------------------------------------------------------------------
+
+TensorMeta infer_permute(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const int r = in[0].shape.rank();
+  std::vector<int64_t> dims = a.get_ints("dims");
+  if (int(dims.size()) != r) {
+    user_error("permute: dims ", Shape(dims).str(), " must list each of the ", r, " axes of ",
+               in[0].str(), " once");
+  }
+  std::vector<bool> seen(size_t(r), false);
+  std::vector<Dim> out;
+  for (int64_t d : dims) {
+    int ax = normalize_axis(d, r, "permute");
+    if (seen[size_t(ax)]) user_error("permute: axis ", d, " appears twice in ", Shape(dims).str());
+    seen[size_t(ax)] = true;
+    out.push_back(in[0].shape[ax]);
+  }
+  return {in[0].dtype, Shape(out)};
+}
+
+Func permute_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  const int r = c.output.shape.rank();
+  auto v = algo::vars(r);
+  std::vector<Expr> idx(static_cast<size_t>(r));
+  std::vector<int64_t> dims = c.attrs.get_ints("dims");
+  for (int i = 0; i < r; ++i) {  // output kiln axis i reads input kiln axis dims[i]
+    int ax = normalize_axis(dims[size_t(i)], r, "permute");
+    idx[size_t(r - 1 - ax)] = v[size_t(r - 1 - i)];
+  }
+  Func f("permute");
+  f(v) = in[0](idx);
+  return f;
+}
+
+// ---- expand(shape): broadcast_to, -1 keeps a dim --------------------------------------------
+
+TensorMeta infer_expand(const std::vector<TensorMeta>& in, const Attrs& a) {
+  std::vector<int64_t> want = a.get_ints("shape");
+  const int ri = in[0].shape.rank(), ro = int(want.size());
+  if (ro < ri) user_error("expand: cannot expand ", in[0].str(), " to fewer dims ", Shape(want).str());
+  std::vector<Dim> out;
+  for (int i = 0; i < ro; ++i) {
+    int j = i - (ro - ri);
+    if (want[size_t(i)] == -1) {
+      if (j < 0) user_error("expand: -1 is not allowed for a new leading dim in ", Shape(want).str());
+      out.push_back(in[0].shape[j]);
+      continue;
+    }
+    if (j >= 0) {
+      const Dim& d = in[0].shape[j];
+      if (!(d.is_static() && (d.size == 1 || d.size == want[size_t(i)]))) {
+        user_error("expand: dim ", j, " of ", in[0].str(), " is ", d.str(),
+                   "; only size-1 dims can be expanded (to ", want[size_t(i)], ")");
+      }
+    }
+    out.emplace_back(want[size_t(i)]);
+  }
+  return {in[0].dtype, Shape(out)};
+}
+
+Func expand_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  auto v = algo::exprs(algo::vars(c.output.shape.rank()));
+  Func f("expand");
+  f(v) = in[0](algo::broadcast_index(c.inputs[0], c.output, v));
+  return f;
+}
+
+// ---- slice(axis, start, stop, step), Python semantics for start/stop ------------------------
+
+struct SliceRange {
+  int axis;
+  int64_t start, step, size;
+};
+
+SliceRange slice_range(const TensorMeta& in, const Attrs& a) {
+  int axis = normalize_axis(a.get_int("axis"), in.shape.rank(), "slice");
+  const Dim& d = in.shape[axis];
+  if (!d.is_static()) user_error("slice: axis ", axis, " of ", in.str(), " must have a static size");
+  int64_t n = d.size, step = a.get_int("step");
+  if (step <= 0) user_error("slice: step must be positive, got ", step);
+  auto clampi = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t(0), n); };
+  int64_t start = clampi(a.get_int("start")), stop = clampi(a.get_int("stop"));
+  int64_t size = stop > start ? (stop - start + step - 1) / step : 0;
+  return {axis, start, step, size};
+}
+
+// ---- concat(axis), any number of inputs -----------------------------------------------------
+
+TensorMeta infer_concat(const std::vector<TensorMeta>& in, const Attrs& a) {
+  if (in.empty()) user_error("concat: needs at least one tensor");
+  const int r = in[0].shape.rank();
+  int axis = normalize_axis(a.get_int("axis"), r, "concat");
+  int64_t total = 0;
+  DType t = in[0].dtype;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k].shape.rank() != r) user_error("concat: input ", k, " is ", in[k].str(), " but input 0 is ", in[0].str());
+    for (int i = 0; i < r; ++i) {
+      if (i != axis && !(in[k].shape[i] == in[0].shape[i])) {
+        user_error("concat: input ", k, " is ", in[k].str(), " and input 0 is ", in[0].str(),
+                   "; all dims but axis ", axis, " must match");
+      }
+    }
+    if (!in[k].shape[axis].is_static()) user_error("concat: axis ", axis, " of input ", k, " must be static");
+    total += in[k].shape[axis].size;
+    t = promote(t, in[k].dtype);
+  }
+  std::vector<Dim> out = in[0].shape.dims();
+  out[size_t(axis)] = Dim(total);
+  return {t, Shape(out)};
+}
+
+Func concat_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  const int r = c.output.shape.rank();
+  int axis = normalize_axis(c.attrs.get_int("axis"), r, "concat");
+  int h = r - 1 - axis;
+  auto v = algo::vars(r);
+  Halide::Type t = algo::halide_type(c.output.dtype);
+  // Walk the inputs back to front: select(a < end_k, in_k(a - off_k), rest); the index is
+  // clamped so bounds inference never reaches outside an input.
+  Expr result;
+  int64_t end = c.output.shape[axis].size;
+  for (int k = int(in.size()) - 1; k >= 0; --k) {
+    int64_t size = c.inputs[size_t(k)].shape[axis].size, off = end - size;
+    std::vector<Expr> idx(v.begin(), v.end());
+    idx[size_t(h)] = Halide::clamp(v[size_t(h)] - int(off), 0, std::max<int>(0, int(size) - 1));
+    Expr val = Halide::cast(t, in[size_t(k)](idx));
+    if (size > 0) result = result.defined() ? Halide::select(v[size_t(h)] < int(end), val, result) : val;
+    end = off;
+  }
+  Func f("concat");
+  f(v) = result;
+  return f;
+}
+
+// A reference for any injective op: out[i] = in_k[map(i)], computed from the index map.
+template <class Map>
+Tensor gather_reference(const std::vector<Tensor>& in, const TensorMeta& out, Map map) {
+  std::vector<Tensor> host;
+  for (const Tensor& t : in) host.push_back(t.to_host());
+  Tensor result = empty(out.shape, out.dtype);
+  std::vector<int64_t> osz = out.shape.sizes();
+  void* dst = result.mutable_data();
+  const int64_t n = result.numel();
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    auto [k, off] = map(ref::unravel(i, osz));
+    store_from_double(dst, out.dtype, i, load_as_double(host[size_t(k)].data(), host[size_t(k)].dtype(), off));
+  }
+  return result;
+}
+
+OpDef injective(const std::string& name, int arity, InferFn infer, AlgorithmFn algo, ReferenceFn ref) {
+  OpDef d;
+  d.name = name;
+  d.kind = OpKind::Injective;
+  d.arity = arity;
+  d.infer = std::move(infer);
+  d.algorithm = std::move(algo);
+  d.reference = std::move(ref);
+  return d;
+}
+
+}  // namespace
+
+std::vector<OpDef> shape_ops() {
+  std::vector<OpDef> ops;
+  ops.push_back(injective("reshape", 1, infer_reshape, reshape_algorithm,
+      [](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
+        std::vector<int64_t> osz = out.shape.sizes(), ost = ref::strides(osz);
+        return gather_reference(in, out, [&](const std::vector<int64_t>& idx) {
+          int64_t lin = 0;
+          for (size_t i = 0; i < idx.size(); ++i) lin += idx[i] * ost[i];
+          return std::pair<int, int64_t>{0, lin};
+        });
+      }));
+  ops.back().eager_generic = false;
+  ops.push_back(injective("permute", 1, infer_permute, permute_algorithm,
+      [](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+        std::vector<int64_t> dims = a.get_ints("dims"), ist = ref::strides(in[0].sizes());
+        const int r = in[0].rank();
+        return gather_reference(in, out, [&](const std::vector<int64_t>& idx) {
+          int64_t off = 0;
+          for (int i = 0; i < r; ++i) off += idx[size_t(i)] * ist[size_t(normalize_axis(dims[size_t(i)], r, "permute"))];
+          return std::pair<int, int64_t>{0, off};
+        });
+      }));
+  ops.push_back(injective("expand", 1, infer_expand, expand_algorithm,
+      [](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
+        std::vector<int64_t> isz = in[0].sizes(), osz = out.shape.sizes();
+        return gather_reference(in, out, [&](const std::vector<int64_t>& idx) {
+          return std::pair<int, int64_t>{0, ref::broadcast_offset(isz, osz, idx)};
+        });
+      }));
+  ops.back().eager_generic = false;
+  ops.push_back(injective("slice", 1,
+      [](const std::vector<TensorMeta>& in, const Attrs& a) {
+        SliceRange s = slice_range(in[0], a);
+        std::vector<Dim> out = in[0].shape.dims();
+        out[size_t(s.axis)] = Dim(s.size);
+        return TensorMeta{in[0].dtype, Shape(out)};
+      },
+      [](const std::vector<Func>& in, const OpCall& c) {
+        SliceRange s = slice_range(c.inputs[0], c.attrs);
+        const int r = c.output.shape.rank();
+        auto v = algo::vars(r);
+        std::vector<Expr> idx(v.begin(), v.end());
+        int h = r - 1 - s.axis;
+        idx[size_t(h)] = int(s.start) + v[size_t(h)] * int(s.step);
+        Func f("slice");
+        f(v) = in[0](idx);
+        return f;
+      },
+      [](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+        SliceRange s = slice_range(in[0].meta(), a);
+        std::vector<int64_t> ist = ref::strides(in[0].sizes());
+        return gather_reference(in, out, [&](std::vector<int64_t> idx) {
+          idx[size_t(s.axis)] = s.start + idx[size_t(s.axis)] * s.step;
+          int64_t off = 0;
+          for (size_t i = 0; i < idx.size(); ++i) off += idx[i] * ist[i];
+          return std::pair<int, int64_t>{0, off};
+        });
+      }));
+  ops.back().eager_generic = false;
+  ops.push_back(injective("concat", -1, infer_concat, concat_algorithm,
+      [](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+        int axis = normalize_axis(a.get_int("axis"), out.shape.rank(), "concat");
+        return gather_reference(in, out, [&](std::vector<int64_t> idx) {
+          int k = 0;
+          while (idx[size_t(axis)] >= in[size_t(k)].sizes()[size_t(axis)]) idx[size_t(axis)] -= in[size_t(k++)].sizes()[size_t(axis)];
+          std::vector<int64_t> st = ref::strides(in[size_t(k)].sizes());
+          int64_t off = 0;
+          for (size_t i = 0; i < idx.size(); ++i) off += idx[i] * st[i];
+          return std::pair<int, int64_t>{k, off};
+        });
+      }));
+  ops.back().eager_generic = false;
+  return ops;
+}
+
+}  // namespace kiln

@@ -1,0 +1,54 @@
+#include "ops/op_test_util.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+TEST(Matmul, MatchesReferenceWithBatchBroadcasting) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {Shape{1, 1}, Shape{1, 1}},       {Shape{3, 5}, Shape{5, 7}},        {Shape{17, 33}, Shape{33, 9}},
+      {Shape{2, 4, 6}, Shape{2, 6, 3}}, {Shape{2, 1, 4, 6}, Shape{3, 6, 5}}, {Shape{4, 6}, Shape{2, 6, 3}},
+      {Shape{64, 128}, Shape{128, 96}}};
+  uint64_t seed = 11;
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::I32}) {
+    for (const auto& [sa, sb] : cases) {
+      Tensor a = random_with_edges(sa, dt, seed++, -2, 2), b = random_with_edges(sb, dt, seed++, -2, 2);
+      expect_matches_reference("matmul", [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                               {a, b}, {}, std::string(dtype_name(dt)) + sa.str() + sb.str(), kF32ReductionTolerance);
+    }
+  }
+}
+
+TEST(Matmul, LinearAndErrors) {
+  Tensor x = rand({5, 8}, 1), w = rand({3, 8}, 2), b = rand({3}, 3);
+  Tensor y = linear(x, w, b);
+  Tensor ref = get_op("matmul").reference({x, transpose(w, 0, 1)}, {}, TensorMeta{DType::F32, Shape{5, 3}});
+  EXPECT_TRUE(allclose(y, ref + b, 1e-5, 1e-5));
+  try {
+    matmul(zeros({2, 3}), zeros({4, 5}));
+    FAIL();
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("matmul"), std::string::npos) << m;
+    EXPECT_NE(m.find("K=3"), std::string::npos) << m;
+    EXPECT_NE(m.find("K=4"), std::string::npos) << m;
+  }
+  EXPECT_THROW(matmul(zeros({3}), zeros({3, 2})), Error);
+  EXPECT_THROW(matmul(zeros({2, 2, 3}), zeros({3, 3, 2})), Error);  // batch 2 vs 3
+  EXPECT_THROW(linear(x, rand({8})), Error);
+}
+
+TEST(Matmul, CompiledMlpFusesAndMatchesEager) {
+  Tensor x = rand({16, 32}, 1, -1, 1), w1 = rand({64, 32}, 2, -0.2, 0.2), b1 = rand({64}, 3);
+  Tensor w2 = rand({10, 64}, 4, -0.2, 0.2), b2 = rand({10}, 5);
+  auto mlp = [&](const Tensor& t) { return log_softmax(linear(gelu(linear(t, w1, b1)), w2, b2), -1); };
+  Tensor eager = mlp(x);
+  Tensor compiled = compile(mlp)(x);
+  EXPECT_TRUE(allclose(compiled, eager, 1e-5, 1e-5)) << max_abs_diff(compiled, eager);
+  Graph g = trace([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{mlp(in[0])}; }, {x});
+  Tensor ref = interpret(g, {x}, InterpretMode::Reference)[0];
+  EXPECT_TRUE(allclose(compiled, ref, 1e-4, 1e-5)) << max_abs_diff(compiled, ref);
+}
+
+}  // namespace

@@ -1,0 +1,68 @@
+#include "ops/op_test_util.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+void check(const std::string& op, const std::function<Tensor(const Tensor&)>& fn, const Tensor& x,
+           const Attrs& attrs) {
+  expect_matches_reference(op, [&](const std::vector<Tensor>& in) { return fn(in[0]); }, {x}, attrs,
+                           x.meta().str() + " " + attrs.str());
+}
+
+TEST(ShapeOps, Reshape) {
+  for (DType dt : {DType::F32, DType::I32, DType::F16}) {
+    Tensor x = random_with_edges({2, 3, 4}, dt, 1, -9, 9);
+    for (std::vector<int64_t> s : {std::vector<int64_t>{24}, {4, 6}, {-1, 2}, {2, 1, 12}, {3, -1, 2}}) {
+      check("reshape", [&](const Tensor& t) { return reshape(t, s); }, x, {{"shape", s}});
+    }
+  }
+  EXPECT_EQ(reshape(arange(6), {2, -1}).shape(), (Shape{2, 3}));
+  EXPECT_THROW(reshape(zeros({2, 3}), {4, 2}), Error);
+  EXPECT_THROW(reshape(zeros({2, 3}), {-1, -1}), Error);
+  EXPECT_THROW(reshape(zeros({2, 3}), {4, -1}), Error);
+}
+
+TEST(ShapeOps, PermuteTransposeSqueeze) {
+  Tensor x = random_with_edges({2, 3, 5}, DType::F32, 2, -1, 1);
+  for (std::vector<int64_t> d : {std::vector<int64_t>{0, 1, 2}, {2, 0, 1}, {1, 2, 0}, {-1, 0, 1}}) {
+    check("permute", [&](const Tensor& t) { return permute(t, d); }, x, {{"dims", d}});
+  }
+  Tensor t = transpose(x, 0, 2);
+  EXPECT_EQ(t.shape(), (Shape{5, 3, 2}));
+  std::vector<double> xv = x.to_doubles(), tv = t.to_doubles();
+  EXPECT_EQ(tv[(4 * 3 + 1) * 2 + 1], xv[(1 * 3 + 1) * 5 + 4]);  // t[4,1,1] == x[1,1,4]
+  EXPECT_EQ(unsqueeze(x, 1).shape(), (Shape{2, 1, 3, 5}));
+  EXPECT_EQ(unsqueeze(x, -1).shape(), (Shape{2, 3, 5, 1}));
+  EXPECT_EQ(squeeze(unsqueeze(x, 0), 0).shape(), x.shape());
+  EXPECT_THROW(squeeze(x, 0), Error);
+  EXPECT_THROW(permute(x, {0, 0, 1}), Error);
+  EXPECT_THROW(permute(x, {0, 1}), Error);
+}
+
+TEST(ShapeOps, ExpandSliceConcat) {
+  Tensor x = random_with_edges({3, 1}, DType::F32, 3, -1, 1);
+  std::vector<int64_t> s = {2, 3, 4};
+  check("expand", [&](const Tensor& t) { return expand(t, s); }, x, {{"shape", s}});
+  EXPECT_THROW(expand(zeros({3, 2}), {3, 4}), Error);
+
+  Tensor y = random_with_edges({4, 9}, DType::F64, 4, -1, 1);
+  for (auto [axis, start, stop, step] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+           {1, 2, 7, 1}, {1, 0, 9, 2}, {0, -3, 100, 1}, {1, -100, -2, 3}, {0, 3, 1, 1}}) {
+    check("slice", [&](const Tensor& t) { return slice(t, axis, start, stop, step); }, y,
+          {{"axis", axis}, {"start", start}, {"stop", stop}, {"step", step}});
+  }
+  EXPECT_EQ(slice(y, 0, 3, 1).shape(), (Shape{0, 9}));
+  EXPECT_THROW(slice(y, 1, 0, 5, 0), Error);
+
+  Tensor a = random_with_edges({2, 3}, DType::F32, 5, -1, 1), b = random_with_edges({2, 5}, DType::F32, 6, -1, 1);
+  Tensor c = random_with_edges({2, 1}, DType::F32, 7, -1, 1);
+  expect_matches_reference("concat", [](const std::vector<Tensor>& in) { return concat(in, 1); }, {a, b, c},
+                           {{"axis", int64_t(1)}}, "axis 1");
+  expect_matches_reference("concat", [](const std::vector<Tensor>& in) { return concat(in, 0); },
+                           {a, random_with_edges({4, 3}, DType::F32, 8, -1, 1)}, {{"axis", int64_t(0)}}, "axis 0");
+  EXPECT_THROW(concat({a, b}, 0), Error);
+}
+
+}  // namespace
