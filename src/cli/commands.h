@@ -7,5 +7,6 @@
 namespace kiln::cli {
 
 int bench(const std::vector<std::string>& args);
+int models(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

@@ -8,7 +8,10 @@ const char* kUsage =
     "usage: kiln <command> [options]\n"
     "commands:\n"
     "  bench [--filter REGEX] [--target host|host-cuda] [--reps N]\n"
-    "      run the benchmark workloads eager and compiled; one JSON object per line\n";
+    "      run the benchmark workloads eager and compiled; one JSON object per line\n"
+    "  models [--filter REGEX] [--reps N]\n"
+    "      run each registered model (seed, mlp, gpt_block) eager, compiled and through the\n"
+    "      f64 reference interpreter; print the errors and times\n";
 }
 
 int main(int argc, char** argv) {
@@ -20,6 +23,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (cmd == "bench") return kiln::cli::bench(args);
+    if (cmd == "models") return kiln::cli::models(args);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kUsage;
       return 0;

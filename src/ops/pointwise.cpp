@@ -38,6 +38,13 @@ Tensor pointwise_reference(const std::vector<Tensor>& in, const TensorMeta& out,
   return result;
 }
 
+// Halide's erf is f32-only, so f64 inputs get f32 accuracy (about 1e-7 absolute; a
+// double-precision erf is future work). Halide's erf(+-inf) is NaN; erf is +-1 in f32
+// well before 10, hence the clamp.
+Expr erf_any(Expr x) {
+  return Halide::cast(x.type(), Halide::erf(Halide::clamp(Halide::cast<float>(x), -10.0f, 10.0f)));
+}
+
 void reject_bool(const std::string& op, DType t) {
   if (t == DType::Bool) {
     user_error(op, ": bool tensors are not supported; cast(x, DType::I32) or cast(x, "
@@ -122,8 +129,7 @@ const UnarySpec kUnary[] = {
     {"relu", UnaryTypes::SameAsInput,
      [](Expr x, const Attrs&) { return Halide::max(x, Halide::cast(x.type(), 0)); },
      [](double x, const Attrs&) { return x < 0 ? 0.0 : x; }},
-    // Halide's erf is f32-only: f64 inputs get f32 accuracy (about 1e-7 absolute).
-    {"erf", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::cast(x.type(), Halide::erf(Halide::cast<float>(x))); },
+    {"erf", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return erf_any(x); },
      [](double x, const Attrs&) { return std::erf(x); }},
     {"floor", UnaryTypes::SameAsInput, [](Expr x, const Attrs&) { return x.type().is_float() ? Halide::floor(x) : x; },
      [](double x, const Attrs&) { return std::floor(x); }},
@@ -151,7 +157,7 @@ const UnarySpec kUnary[] = {
          Expr inner = algo::constant(t, 0.7978845608028654) * (x + algo::constant(t, 0.044715) * x * x * x);
          return half * x * (one + Halide::tanh(inner));
        }
-       Expr e = Halide::cast(t, Halide::erf(Halide::cast<float>(x * algo::constant(t, 0.7071067811865476))));
+       Expr e = erf_any(x * algo::constant(t, 0.7071067811865476));
        return half * x * (one + e);
      },
      [](double x, const Attrs& a) {
@@ -178,7 +184,12 @@ const UnarySpec kUnary[] = {
        return x;
      }},
     {"logical_not", UnaryTypes::BoolResult,
-     [](Expr x, const Attrs&) { return x == Halide::cast(x.type(), 0); },
+     [](Expr x, const Attrs&) {  // on the bits: +-0 only, never NaN (fast-math safe)
+       if (!x.type().is_float()) return x == Halide::cast(x.type(), 0);
+       Halide::Type u = Halide::UInt(x.type().bits());
+       uint64_t mask = (uint64_t(1) << (x.type().bits() - 1)) - 1;
+       return (Halide::reinterpret(u, x) & Halide::Internal::make_const(u, mask)) == Halide::Internal::make_const(u, 0);
+     },
      [](double x, const Attrs&) { return x == 0.0 ? 1.0 : 0.0; }},
 };
 

@@ -35,7 +35,8 @@ using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 inline void expect_matches_reference(const std::string& op, const OpFn& fn,
                                      const std::vector<Tensor>& inputs, const Attrs& attrs,
                                      const std::string& what,
-                                     std::optional<Tolerance> f32_tolerance = std::nullopt) {
+                                     std::optional<Tolerance> f32_tolerance = std::nullopt,
+                                     std::optional<Tolerance> f64_tolerance = std::nullopt) {
   SCOPED_TRACE(op + " " + what);
   const OpDef& def = get_op(op);
   std::vector<TensorMeta> metas;
@@ -49,6 +50,7 @@ inline void expect_matches_reference(const std::string& op, const OpFn& fn,
   ASSERT_EQ(compiled.meta(), out_meta);
   Tolerance tol = tolerance_for(out_meta.dtype);
   if (f32_tolerance && out_meta.dtype == DType::F32) tol = *f32_tolerance;
+  if (f64_tolerance && out_meta.dtype == DType::F64) tol = *f64_tolerance;
   EXPECT_TRUE(allclose(eager, ref, tol.rtol, tol.atol, true))
       << "eager " << eager.str(12) << "\nref   " << ref.str(12)
       << "\nmax abs diff " << max_abs_diff(eager, ref);
