@@ -1,5 +1,7 @@
 // kiln bench: the workloads of ../shared/bench/torch_suite.py with the same names and
 // sizes, eager and compiled, one JSON object per line so both suites line up.
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -19,6 +21,7 @@ struct BenchArgs {
   std::string filter;
   std::string target = "host";
   int reps = 30;
+  double max_seconds = 20;  // per implementation; heavy workloads stop early (>= 5 reps)
 };
 
 BenchArgs parse(const std::vector<std::string>& args) {
@@ -31,7 +34,8 @@ BenchArgs parse(const std::vector<std::string>& args) {
     if (args[i] == "--filter") b.filter = value();
     else if (args[i] == "--target") b.target = value();
     else if (args[i] == "--reps") b.reps = std::stoi(value());
-    else user_error("bench: unknown option '", args[i], "'; options: --filter REGEX, --target host|host-cuda, --reps N");
+    else if (args[i] == "--max-seconds") b.max_seconds = std::stod(value());
+    else user_error("bench: unknown option '", args[i], "'; options: --filter REGEX, --target host|host-cuda, --reps N, --max-seconds S");
   }
   if (b.target != "host" && b.target != "host-cuda") {
     user_error("bench: --target must be host or host-cuda, not '", b.target, "'");
@@ -40,20 +44,83 @@ BenchArgs parse(const std::vector<std::string>& args) {
   return b;
 }
 
-std::string target_label(const std::string& target) {
-  return target == "host-cuda" ? "cuda" : "cpu";
+struct Workload {
+  std::string name;
+  std::vector<Tensor> inputs;
+  std::function<Tensor(const std::vector<Tensor>&)> fn;
+  double bytes = 0, flops = 0;
+};
+
+// Median ms over up to `reps` runs after one warm-up, stopping early (after at least 5
+// runs) once `max_seconds` have passed; returns {ms, runs}.
+std::pair<double, int> measure(const std::function<Tensor()>& fn, int reps, double max_seconds) {
+  apps::sync(fn());
+  std::vector<double> ms;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    apps::sync(fn());
+    auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (i >= 4 && std::chrono::duration<double>(t1 - start).count() > max_seconds) break;
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], int(ms.size())};
 }
 
-void report(const std::string& name, const std::string& impl, const std::string& target,
-            double ms, double bytes) {
+void report(const Workload& w, const std::string& impl, const std::string& target, double ms, int runs) {
   std::ostringstream os;
   os.setf(std::ios::fixed);
   os.precision(4);
-  os << "{\"name\": \"" << name << "\", \"impl\": \"" << impl << "\", \"target\": \"" << target
+  os << "{\"name\": \"" << w.name << "\", \"impl\": \"" << impl << "\", \"target\": \"" << target
      << "\", \"ms\": " << ms;
-  os.precision(1);
-  os << ", \"GBps\": " << bytes / ms / 1e6 << "}";
+  if (w.bytes > 0) {
+    os.precision(1);
+    os << ", \"GBps\": " << w.bytes / ms / 1e6;
+  }
+  if (w.flops > 0) {
+    os.precision(3);
+    os << ", \"TFLOPs\": " << w.flops / ms / 1e9;
+  }
+  os << ", \"runs\": " << runs << "}";
   std::cout << os.str() << std::endl;
+}
+
+// The suite, with torch_suite.py's names and sizes (smaller on a CPU: scale 8).
+std::vector<Workload> workloads(bool gpu) {
+  const int64_t scale = gpu ? 1 : 8;
+  std::vector<Workload> w;
+  const int64_t N = (int64_t(1) << 26) / scale;
+  w.push_back({"seed_fwd_n" + std::to_string(N), {rand({N}, 0, -3, 3)},
+               [](const std::vector<Tensor>& in) { return apps::compute_expression(in[0]); }, 8.0 * double(N)});
+  const int64_t R = 8192 / scale, C = 4096;
+  std::string rc = std::to_string(R) + "x" + std::to_string(C);
+  w.push_back({"softmax_" + rc, {randn({R, C}, 1)},
+               [](const std::vector<Tensor>& in) { return softmax(in[0], -1); }, 2.0 * double(R * C) * 4});
+  w.push_back({"layernorm_" + rc, {randn({R, C}, 2), randn({C}, 3), randn({C}, 4)},
+               [C](const std::vector<Tensor>& in) { return layer_norm(in[0], {C}, in[1], in[2]); },
+               2.0 * double(R * C) * 4});
+  const int64_t M = 8192 / scale, K = 1024, H = 4096;
+  w.push_back({"mlp_f32_" + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(H),
+               {randn({M, K}, 5), rand({K, H}, 6, -1.0 / 32, 1.0 / 32), randn({H}, 7),
+                rand({H, K}, 8, -1.0 / 64, 1.0 / 64), randn({K}, 9)},
+               [](const std::vector<Tensor>& in) {
+                 return matmul(gelu(matmul(in[0], in[1]) + in[2]), in[3]) + in[4];
+               },
+               0, 4.0 * double(M) * double(K) * double(H)});
+  const int64_t B = std::max<int64_t>(1, 8 / std::min<int64_t>(scale, 8)), NH = 16, S = 1024 / scale, D = 64;
+  std::vector<double> tri(size_t(S * S));
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t j = 0; j < S; ++j) tri[size_t(i * S + j)] = j > i;
+  Tensor mask = from_vector(tri, {S, S}, DType::Bool);
+  w.push_back({"attn_causal_f32_b" + std::to_string(B) + "h" + std::to_string(NH) + "s" + std::to_string(S) + "d" + std::to_string(D),
+               {randn({B, NH, S, D}, 10), randn({B, NH, S, D}, 11), randn({B, NH, S, D}, 12)},
+               [mask, D](const std::vector<Tensor>& in) {
+                 Tensor s = matmul(in[0], transpose(in[1], -1, -2)) * (1.0 / std::sqrt(double(D)));
+                 return matmul(softmax(where(mask, scalar(-INFINITY), s), -1), in[2]);
+               },
+               0, 4.0 * double(B * NH) * double(S) * double(S) * double(D)});
+  return w;
 }
 
 }  // namespace
@@ -63,19 +130,19 @@ int bench(const std::vector<std::string>& argv) {
   const bool gpu = a.target == "host-cuda";
   if (gpu && !cuda_available()) user_error("bench: --target host-cuda needs a usable CUDA GPU; none was found");
   std::regex filter(a.filter.empty() ? ".*" : a.filter);
-  const std::string label = target_label(a.target);
-
-  // seed_fwd_n<N>: N = 2^26 on CUDA, 2^23 on a CPU (torch_suite.py's sizes).
-  const int64_t n = gpu ? (int64_t(1) << 26) : (int64_t(1) << 23);
-  const std::string name = "seed_fwd_n" + std::to_string(n);
-  if (std::regex_search(name, filter)) {
-    Tensor x = rand(Shape{n}, 0, -3.0, 3.0);
-    if (gpu) x = x.to(Device::cuda());
+  const std::string label = gpu ? "cuda" : "cpu";
+  for (Workload& w : workloads(gpu)) {
+    if (!std::regex_search(w.name, filter)) continue;
+    if (gpu) {
+      for (Tensor& t : w.inputs) t = t.to(Device::cuda());
+    }
     CompileOptions opts;
     opts.target = a.target;
-    auto compiled = compile(apps::compute_expression, opts);
-    report(name, "kiln-eager", label, apps::median_ms([&] { return apps::compute_expression(x); }, a.reps), 8.0 * double(n));
-    report(name, "kiln-compiled", label, apps::median_ms([&] { return compiled(x); }, a.reps), 8.0 * double(n));
+    auto compiled = compile(w.fn, opts);
+    auto [eager_ms, eager_runs] = measure([&] { return w.fn(w.inputs); }, a.reps, a.max_seconds);
+    report(w, "kiln-eager", label, eager_ms, eager_runs);
+    auto [comp_ms, comp_runs] = measure([&] { return compiled(w.inputs); }, a.reps, a.max_seconds);
+    report(w, "kiln-compiled", label, comp_ms, comp_runs);
   }
   return 0;
 }

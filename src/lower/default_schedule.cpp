@@ -136,6 +136,17 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) 
 
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target) {
   for (const StageInfo& s : lowered.stages) schedule_accumulator(s, target);
+  for (Func& f : lowered.contraction_operands) {
+    f.compute_root();
+    std::vector<Var> v = pure_vars(f);
+    if (target.has_gpu_feature()) {
+      schedule_gpu_loops(f, v);
+    } else if (!v.empty()) {
+      f.parallel(v.back());
+      if (v.size() >= 2) f.vectorize(v[0], std::max(1, target.natural_vector_size(f.type())), TailStrategy::GuardWithIf);
+    }
+    log("schedule", f.name() + ": materialized (feeds a contraction)");
+  }
   for (Func& out : lowered.outputs) {
     schedule_output(out, target);
     log("schedule", out.name() + (target.has_gpu_feature() ? ": gpu_tile" : ": vectorized, parallel"));

@@ -96,6 +96,13 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
     Halide::Func f = op.algorithm(in, call);
     out.funcs[n.id] = f;
     out.kinds[n.id] = op.kind;
+    if (op.kind == OpKind::Contraction) {
+      for (int i : n.inputs) {
+        const Node& src = graph.node(i);
+        if (src.is_placeholder() || src.is_constant()) continue;
+        out.contraction_operands.push_back(out.funcs.at(i));
+      }
+    }
   }
 
   // Outputs are fresh Funcs, so an output may repeat a node or be an input.

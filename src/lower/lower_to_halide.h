@@ -19,6 +19,9 @@ struct LoweredGraph {
   std::vector<StageInfo> stages;
   // The graph's ops, by node id, for the scheduler.
   std::map<int, OpKind> kinds;
+  // Computed values that feed a contraction: inlining them would redo their index math
+  // (a permute's div/mod, say) inside the contraction's innermost loop.
+  std::vector<Halide::Func> contraction_operands;
 
   Halide::Pipeline pipeline() const { return Halide::Pipeline(outputs); }
   std::vector<Halide::Argument> arguments() const;

@@ -109,14 +109,15 @@ class Compiled {
 
   template <class... Ts>
   Result operator()(const Ts&... inputs) const {
+    std::vector<Tensor> out;
     if constexpr (Arity == size_t(-1)) {
-      return impl_->call(inputs...);
+      out = impl_->call(inputs...);  // a function of std::vector<Tensor>
     } else {
       static_assert(sizeof...(Ts) == Arity, "wrong number of tensors for this compiled function");
-      std::vector<Tensor> out = impl_->call(std::vector<Tensor>{inputs...});
-      if constexpr (std::is_same_v<Result, Tensor>) return out.at(0);
-      else return out;
+      out = impl_->call(std::vector<Tensor>{inputs...});
     }
+    if constexpr (std::is_same_v<Result, Tensor>) return out.at(0);
+    else return out;
   }
   // Number of times the function was traced and compiled (one per guard set).
   int num_compilations() const { return impl_->num_compilations(); }
