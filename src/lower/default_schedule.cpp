@@ -16,6 +16,9 @@ std::vector<Var> pure_vars(const Func& f) { return f.args(); }
 
 // Elements per parallel task on the CPU: large enough to amortize task overhead.
 constexpr int kCpuTaskElements = 1 << 14;
+// CUDA: threads per block along the innermost dim, and elements per thread for outputs.
+constexpr int kGpuThreads = 256;
+constexpr int kGpuLanes = 4;
 
 // Vectorization uses ShiftInwards under a size specialization rather than GuardWithIf:
 // Halide's predicated (GuardWithIf) vector path mishandles some IEEE special values
@@ -51,7 +54,7 @@ void schedule_gpu_loops(StageT stage, const std::vector<Var>& v) {
   if (r == 0) {
     stage.gpu_single_thread();
   } else if (r == 1) {
-    stage.gpu_tile(v[0], bx, tx, 256, TailStrategy::GuardWithIf);
+    stage.gpu_tile(v[0], bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
   } else {
     Var outer = v[1];
     for (int j = 2; j < r; ++j) {
@@ -63,15 +66,15 @@ void schedule_gpu_loops(StageT stage, const std::vector<Var>& v) {
   }
 }
 
-// GPU outputs: each thread handles 4 consecutive elements of the innermost dim, when its
-// extent is a multiple of 4, so loads and stores are 128-bit and provably aligned.
+// GPU outputs: each thread handles kGpuLanes consecutive elements of the innermost dim,
+// when its extent is a multiple of that, so loads and stores are 128-bit and provably aligned.
 void schedule_gpu_output(Func f) {
   std::vector<Var> v = f.args();
   if (!v.empty()) {
     Halide::Expr inner_extent = f.output_buffer().dim(0).extent();
     Var vi("vi");
-    Halide::Stage wide = f.specialize(inner_extent % 4 == 0 && inner_extent >= 4 * 256);
-    wide.split(v[0], v[0], vi, 4, TailStrategy::RoundUp).vectorize(vi);
+    Halide::Stage wide = f.specialize(inner_extent % kGpuLanes == 0 && inner_extent >= kGpuLanes * kGpuThreads);
+    wide.split(v[0], v[0], vi, kGpuLanes, TailStrategy::RoundUp).vectorize(vi);
     schedule_gpu_loops(wide, v);
   }
   schedule_gpu_loops(f, v);
