@@ -175,3 +175,36 @@ TEST(Compile, HalideRuntimeErrorsBecomeKilnErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// A user-defined op whose algorithm reads past the end of its input: Halide's run-time
+// bounds check must reach the caller as kiln::Error, and the process must keep working.
+TEST(Compile, HalideErrorsInsideUserOpsReachTheCaller) {
+  if (!has_op("test_shift_read")) {
+    OpDef d;
+    d.name = "test_shift_read";
+    d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) { return in[0]; };
+    d.algorithm = [](const std::vector<Halide::Func>& in, const OpCall& c) {
+      auto v = algo::vars(c.output.shape.rank());
+      Halide::Func f("shift");
+      f(v) = in[0](v[0] + 1000);  // out of bounds for any small input
+      return f;
+    };
+    d.reference = [](const std::vector<Tensor>& in, const Attrs&, const TensorMeta&) { return in[0]; };
+    register_op(d);
+  }
+  try {
+    apply_op("test_shift_read", {rand({4})});
+    FAIL() << "expected kiln::Error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("accessed at"), std::string::npos) << m;  // Halide's own message
+  }
+  auto f = compile([](const Tensor& x) { return apply_op("test_shift_read", {x}) * 2.0; });
+  EXPECT_THROW(f(rand({4})), Error);
+  EXPECT_EQ((rand({4}) + 1.0).numel(), 4);  // still working
+  EXPECT_THROW(register_op(get_op("sin")), Error);  // duplicate names are refused
+}
+
+}  // namespace
