@@ -136,6 +136,50 @@ Tensor prod(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
   return reduce("prod", x, axes, keepdim);
 }
 
+Tensor var(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim) {
+  if (correction < 0) user_error("var: correction must be >= 0, got ", correction);
+  if (!x.shape().is_static()) user_error("var: needs static sizes, got ", x.meta().str());
+  int64_t n = 1;
+  if (axes.empty()) {
+    n = x.numel();
+  } else {
+    for (int64_t a : axes) n *= x.shape()[normalize_axis(a, x.rank(), "var")].size;
+  }
+  Tensor centered = x - mean(x, axes, /*keepdim=*/true);
+  // n <= correction gives inf/NaN, as in PyTorch.
+  return sum(centered * centered, axes, keepdim) / double(n - correction);
+}
+
+Tensor std_dev(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim) {
+  return sqrt(var(x, axes, correction, keepdim));
+}
+
+Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+  if (prediction.shape() != target.shape()) {
+    user_error("mse_loss: prediction ", prediction.meta().str(), " and target ", target.meta().str(),
+               " must have the same shape");
+  }
+  Tensor d = prediction - target;
+  return mean(d * d);
+}
+
+namespace {
+Tensor triangle(const char* op, const Tensor& x, int64_t k, bool lower) {
+  if (x.rank() < 2 || !x.shape()[x.rank() - 1].is_static() || !x.shape()[x.rank() - 2].is_static()) {
+    user_error(op, ": needs at least 2 dims with static sizes in the last two, got ", x.meta().str());
+  }
+  const int64_t rows = x.shape()[x.rank() - 2].size, cols = x.shape()[x.rank() - 1].size;
+  std::vector<double> keep(size_t(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) keep[size_t(i * cols + j)] = lower ? (j - i <= k) : (j - i >= k);
+  // The mask is a constant of the graph when traced.
+  return where(from_vector(keep, {rows, cols}, DType::Bool), x, scalar(0.0, x.dtype()));
+}
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t k) { return triangle("tril", x, k, true); }
+Tensor triu(const Tensor& x, int64_t k) { return triangle("triu", x, k, false); }
+
 Tensor softmax(const Tensor& x, int64_t axis) { return apply_op("softmax", {x}, {{"axis", axis}}); }
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   return apply_op("log_softmax", {x}, {{"axis", axis}});

@@ -75,6 +75,18 @@ Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim 
 Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 Tensor prod(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 
+// Decompositions (written with the ops above, so eager, compiled and autodiff share them):
+// variance with Bessel's correction (1: sample variance, 0: population), standard deviation
+// (std_dev: PyTorch's std, renamed so it never meets namespace std), MSE loss.
+Tensor var(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
+           bool keepdim = false);
+Tensor std_dev(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
+           bool keepdim = false);
+Tensor mse_loss(const Tensor& prediction, const Tensor& target);  // mean((p - t)^2)
+// Lower / upper triangle of the last two dims (k: diagonal offset), zero elsewhere.
+Tensor tril(const Tensor& x, int64_t k = 0);
+Tensor triu(const Tensor& x, int64_t k = 0);
+
 // Numerically stable softmax / log_softmax along one axis.
 Tensor softmax(const Tensor& x, int64_t axis = -1);
 Tensor log_softmax(const Tensor& x, int64_t axis = -1);

@@ -149,3 +149,45 @@ TEST(Norms, AffineAndLargeOffsets) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Decompositions, VarStdMseAgainstDirectComputation) {
+  Tensor x = rand({4, 7}, 21, -3, 5, DType::F64);
+  std::vector<double> v = x.to_doubles();
+  // Row variances, sample and population, computed directly.
+  for (int64_t correction : {0, 1}) {
+    std::vector<double> expect;
+    for (int r = 0; r < 4; ++r) {
+      double m = 0, s = 0;
+      for (int c = 0; c < 7; ++c) m += v[size_t(r * 7 + c)] / 7;
+      for (int c = 0; c < 7; ++c) s += (v[size_t(r * 7 + c)] - m) * (v[size_t(r * 7 + c)] - m);
+      expect.push_back(s / double(7 - correction));
+    }
+    Tensor e = from_vector(expect, {4}, DType::F64);
+    EXPECT_TRUE(allclose(var(x, {1}, correction), e, 1e-12, 1e-12));
+    EXPECT_TRUE(allclose(compile([correction](const Tensor& t) { return var(t, {1}, correction); })(x), e, 1e-12, 1e-12));
+    EXPECT_TRUE(allclose(std_dev(x, {1}, correction), sqrt(e), 1e-12, 1e-12));
+  }
+  EXPECT_EQ(var(x, {1}, 1, true).shape(), (Shape{4, 1}));
+  EXPECT_NEAR(var(x).item(), var(reshape(x, {28}), {0}).item(), 1e-12);
+  Tensor p = from_vector(std::vector<double>{1, 2, 3}, {3}, DType::F64), t = from_vector(std::vector<double>{1, 4, 0}, {3}, DType::F64);
+  EXPECT_NEAR(mse_loss(p, t).item(), (0 + 4 + 9) / 3.0, 1e-12);
+  EXPECT_THROW(mse_loss(p, zeros({4})), Error);
+  EXPECT_THROW(var(x, {1}, -1), Error);
+}
+
+TEST(Decompositions, TrilTriu) {
+  Tensor x = ones({2, 3, 4});
+  std::vector<double> lo = tril(x).to_doubles(), up = triu(x, 1).to_doubles();
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_EQ(lo[size_t((b * 3 + i) * 4 + j)], j <= i ? 1.0 : 0.0);
+        EXPECT_EQ(up[size_t((b * 3 + i) * 4 + j)], j >= i + 1 ? 1.0 : 0.0);
+      }
+  EXPECT_TRUE(allclose(compile([](const Tensor& t) { return tril(t, -1); })(x), tril(x, -1), 0, 0));
+  EXPECT_THROW(tril(ones({3})), Error);
+}
+
+}  // namespace
