@@ -180,6 +180,10 @@ Tensor triangle(const char* op, const Tensor& x, int64_t k, bool lower) {
 Tensor tril(const Tensor& x, int64_t k) { return triangle("tril", x, k, true); }
 Tensor triu(const Tensor& x, int64_t k) { return triangle("triu", x, k, false); }
 
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
+  return apply_op("argmax", {x}, {{"axis", axis}, {"keepdim", keepdim}});
+}
+
 Tensor softmax(const Tensor& x, int64_t axis) { return apply_op("softmax", {x}, {{"axis", axis}}); }
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   return apply_op("log_softmax", {x}, {{"axis", axis}});

@@ -74,6 +74,8 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 Tensor prod(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+// Index (i64) of the first maximum along axis; NaN counts as the maximum, as in PyTorch.
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false);
 
 // Decompositions (written with the ops above, so eager, compiled and autodiff share them):
 // variance with Bessel's correction (1: sample variance, 0: population), standard deviation

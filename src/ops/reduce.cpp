@@ -331,6 +331,79 @@ OpDef normalize_op(const std::string& name, bool center) {
   return d;
 }
 
+// ---- argmax(axis, keepdim): index of the first maximum; NaN counts as the maximum ----------
+
+OpDef argmax_op() {
+  OpDef d;
+  d.name = "argmax";
+  d.kind = OpKind::Reduction;
+  d.infer = [](const std::vector<TensorMeta>& in, const Attrs& a) {
+    AxisView ax = axis_of("argmax", in[0], a);
+    const Dim& n = in[0].shape[ax.axis];
+    if (n.is_static() && n.size == 0) user_error("argmax: axis ", ax.axis, " of ", in[0].str(), " is empty");
+    std::vector<Dim> out;
+    for (int i = 0; i < in[0].shape.rank(); ++i) {
+      if (i != ax.axis) out.push_back(in[0].shape[i]);
+      else if (a.get_bool("keepdim")) out.emplace_back(1);
+    }
+    return TensorMeta{DType::I64, Shape(out)};
+  };
+  d.algorithm = [](const std::vector<Func>& in, const OpCall& c) {
+    const TensorMeta& im = c.inputs[0];
+    AxisView ax = axis_of("argmax", im, c.attrs);
+    const bool keepdim = c.attrs.get_bool("keepdim");
+    auto vo = algo::vars(c.output.shape.rank());
+    Halide::RDom r(0, c.extent(im.shape[ax.axis]), "argmax_r");
+    std::vector<Expr> idx;
+    for (int j = 0, o = 0; j < im.shape.rank(); ++j) {
+      if (j == ax.hdim) {
+        idx.push_back(r);
+        if (keepdim) ++o;
+      } else {
+        idx.push_back(vo[size_t(o++)]);
+      }
+    }
+    Halide::Type ct = algo::halide_type(compute_dtype(im.dtype));
+    Expr x = Halide::cast(ct, in[0](idx));
+    Func acc("argmax_acc");
+    acc(vo) = Halide::Tuple(lowest(ct), Halide::cast<int64_t>(0));
+    Expr best = acc(vo)[0];
+    Expr better = x > best;  // strict: the first maximum wins
+    if (ct.is_float()) better = (algo::is_nan(x) && !algo::is_nan(best)) || (!algo::is_nan(best) && better);
+    acc(vo) = Halide::Tuple(Halide::select(better, x, best),
+                            Halide::select(better, Halide::cast<int64_t>(r), acc(vo)[1]));
+    c.stages->push_back({acc});
+    Func out("argmax");
+    out(vo) = acc(vo)[1];
+    return out;
+  };
+  d.reference = [](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+    Tensor x = in[0].to_host();
+    AxisView ax = axis_of("argmax", x.meta(), a);
+    std::vector<int64_t> sizes = x.sizes();
+    int64_t n = sizes[size_t(ax.axis)], inner = 1, outer = 1;
+    for (int i = ax.axis + 1; i < x.rank(); ++i) inner *= sizes[size_t(i)];
+    for (int i = 0; i < ax.axis; ++i) outer *= sizes[size_t(i)];
+    std::vector<double> v = x.to_doubles(), o(size_t(outer * inner));
+    for (int64_t p = 0; p < outer; ++p) {
+      for (int64_t q = 0; q < inner; ++q) {
+        int64_t bi = 0;
+        double bv = v[size_t(p * n * inner + q)];
+        for (int64_t k = 1; k < n; ++k) {
+          double xv = v[size_t((p * n + k) * inner + q)];
+          if (!std::isnan(bv) && (std::isnan(xv) || xv > bv)) {
+            bv = xv;
+            bi = k;
+          }
+        }
+        o[size_t(p * inner + q)] = double(bi);
+      }
+    }
+    return from_vector(o, out.shape, DType::I64);
+  };
+  return d;
+}
+
 }  // namespace
 
 std::vector<OpDef> reduce_ops() {
@@ -338,7 +411,7 @@ std::vector<OpDef> reduce_ops() {
           reduction_op("max", Reducer::Max),   reduction_op("min", Reducer::Min),
           reduction_op("prod", Reducer::Prod), softmax_op("softmax", false),
           softmax_op("log_softmax", true),     normalize_op("layer_norm", true),
-          normalize_op("rms_norm", false)};
+          normalize_op("rms_norm", false),     argmax_op()};
 }
 
 }  // namespace kiln

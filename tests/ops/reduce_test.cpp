@@ -191,3 +191,26 @@ TEST(Decompositions, TrilTriu) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Argmax, MatchesReferenceWithTiesAndNaN) {
+  uint64_t seed = 300;
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::I32}) {
+    for (const auto& [shape, axis] : std::vector<std::pair<Shape, int64_t>>{
+             {Shape{9}, 0}, {Shape{3, 5}, 1}, {Shape{3, 5}, 0}, {Shape{2, 3, 4}, -2}}) {
+      for (bool keepdim : {false, true}) {
+        // Few distinct values, so ties are common; the first maximum must win.
+        Tensor x = floor(random_with_edges(shape, dt, seed++, -2, 2));
+        expect_matches_reference("argmax", [&](const std::vector<Tensor>& in) { return argmax(in[0], axis, keepdim); },
+                                 {x}, {{"axis", axis}, {"keepdim", keepdim}}, std::string(dtype_name(dt)) + shape.str());
+      }
+    }
+  }
+  Tensor n = from_vector(std::vector<float>{1, 5, NAN, 5, 7, 7}, {2, 3});
+  EXPECT_EQ(argmax(n, 1).to_vector<int64_t>(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(argmax(n, 1).dtype(), DType::I64);
+  EXPECT_THROW(argmax(zeros({0, 3}), 0), Error);
+}
+
+}  // namespace
