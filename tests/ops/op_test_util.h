@@ -61,6 +61,32 @@ inline void expect_matches_reference(const std::string& op, const OpFn& fn,
       << "compiled " << compiled.str(12) << "\neager    " << eager.str(12);
 }
 
+// Runs `fn` compiled for CUDA on inputs copied to the GPU and expects the op's reference.
+// Call only where cuda_available().
+inline void expect_matches_reference_on_gpu(const std::string& op, const OpFn& fn,
+                                            const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                            const std::string& what) {
+  SCOPED_TRACE(op + " on the GPU " + what);
+  const OpDef& def = get_op(op);
+  std::vector<TensorMeta> metas;
+  std::vector<Tensor> on_gpu;
+  for (const Tensor& t : inputs) {
+    metas.push_back(t.meta());
+    on_gpu.push_back(t.to(Device::cuda()));
+  }
+  TensorMeta out_meta = infer_op(def, metas, attrs);
+  Tensor ref = def.reference(inputs, attrs, out_meta);
+  CompileOptions options;
+  options.target = "host-cuda";
+  auto compiled_fn = compile([&fn](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; }, options);
+  Tensor compiled = compiled_fn(on_gpu)[0].to_host();
+  ASSERT_EQ(compiled.meta(), out_meta);
+  Tolerance tol = tolerance_for(out_meta.dtype);
+  EXPECT_TRUE(allclose(compiled, ref, tol.rtol, tol.atol, true))
+      << "compiled " << compiled.str(12) << "\nref      " << ref.str(12)
+      << "\nmax abs diff " << max_abs_diff(compiled, ref);
+}
+
 // Random values in [low, high) of the given dtype, with `edges` written over the first
 // elements (so edge cases sit among ordinary values).
 inline Tensor random_with_edges(const Shape& shape, DType dtype, uint64_t seed, double low,
