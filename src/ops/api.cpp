@@ -279,6 +279,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return bias.defined() ? y + bias : y;
 }
 
+// ---- Convolution, pooling and batch norm (ops/conv.cpp) ----
+
+// ---- Indexing, padding, stacking and losses (ops/index.cpp) ----
+
+// ---- Random fills and dropout (ops/random.cpp) ----
+
 Tensor operator-(const Tensor& x) { return neg(x); }
 
 #define KILN_DEFINE_OPERATOR(sym, fn)                                        \

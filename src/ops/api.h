@@ -114,6 +114,12 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis = 0);
 Tensor matmul(const Tensor& a, const Tensor& b);  // [..., M, K] x [..., K, N], batch broadcast
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  // x Wᵀ + b
 
+// ---- Convolution, pooling and batch norm (ops/conv.cpp) ----
+
+// ---- Indexing, padding, stacking and losses (ops/index.cpp) ----
+
+// ---- Random fills and dropout (ops/random.cpp) ----
+
 // A scalar as a 0-d tensor of `dtype`, traced as a constant when tracing.
 Tensor scalar(double value, DType dtype = DType::F32);
 

@@ -98,7 +98,7 @@ class Registry {
 
  private:
   Registry() {
-    for (auto* family : {&pointwise_ops, &reduce_ops, &shape_ops, &linalg_ops})
+    for (auto* family : {&pointwise_ops, &reduce_ops, &shape_ops, &linalg_ops, &conv_ops, &index_ops, &random_ops})
       for (OpDef& d : family()) add(std::move(d));
   }
   std::mutex mu_;

@@ -143,5 +143,8 @@ std::vector<OpDef> pointwise_ops();  // ops/pointwise.cpp: scalar, cast, unary, 
 std::vector<OpDef> reduce_ops();     // ops/reduce.cpp: sum, mean, max, min, prod, softmax, norms
 std::vector<OpDef> shape_ops();      // ops/shape.cpp: reshape, permute, expand, slice, concat
 std::vector<OpDef> linalg_ops();     // ops/linalg.cpp: matmul
+std::vector<OpDef> conv_ops();       // ops/conv.cpp: conv2d, pooling
+std::vector<OpDef> index_ops();      // ops/index.cpp: gather, index_select, one_hot, arange
+std::vector<OpDef> random_ops();     // ops/random.cpp: seeded uniform and normal fills
 
 }  // namespace kiln

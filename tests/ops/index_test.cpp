@@ -1,0 +1,1 @@
+#include "ops/op_test_util.h"
