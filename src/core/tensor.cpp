@@ -180,14 +180,6 @@ Tensor full(const Shape& shape, double value, DType dtype) {
 
 Tensor scalar_tensor(double value, DType dtype) { return full(Shape{}, value, dtype); }
 
-Tensor arange(int64_t n, DType dtype) { return arange(0.0, double(n), 1.0, dtype); }
-
-Tensor arange(double start, double stop, double step, DType dtype) {
-  if (step == 0.0) user_error("arange: step must be non-zero");
-  int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
-  return generate(Shape{n}, dtype, [=](int64_t i) { return start + double(i) * step; });
-}
-
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype) {
   if (!shape.is_static() || int64_t(values.size()) != shape.numel()) {
     user_error("from_vector: ", values.size(), " values do not fill shape ", shape.str(),

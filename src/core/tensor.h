@@ -93,8 +93,6 @@ Tensor zeros(const Shape& shape, DType dtype = DType::F32);
 Tensor ones(const Shape& shape, DType dtype = DType::F32);
 Tensor full(const Shape& shape, double value, DType dtype = DType::F32);
 Tensor scalar_tensor(double value, DType dtype = DType::F32);
-Tensor arange(int64_t n, DType dtype = DType::F32);
-Tensor arange(double start, double stop, double step = 1.0, DType dtype = DType::F32);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape,
                    DType dtype = DType::F32);
 Tensor from_vector(const std::vector<float>& values, const Shape& shape);

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "graph/interpreter.h"
 #include "lower/default_schedule.h"
+#include "ops/op.h"
 #include "lower/target.h"
 
 namespace kiln {
@@ -27,6 +28,20 @@ struct ErrorCollectingContext : Halide::JITUserContext {
     };
   }
 };
+
+// The text of a run-time failure: an op's own check (algo::require) speaks for itself;
+// anything else is Halide's message with its error code.
+std::string runtime_error_text(int err, const std::string& message) {
+  size_t at = message.find(algo::kRequireMarker);
+  if (at != std::string::npos) {
+    std::string text = message.substr(at + std::string(algo::kRequireMarker).size());
+    while (!text.empty() && (text.front() == ' ')) text.erase(0, 1);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+  }
+  return detail::concat("running the compiled kernel failed (Halide error ", err, "): ",
+                        message.empty() ? "no message" : message);
+}
 
 }  // namespace
 
@@ -96,8 +111,7 @@ std::vector<Tensor> Kernel::run(const std::vector<Tensor>& inputs) const {
     return callable_.call_argv_fast(argv.size(), argv.data());
   });
   if (err != 0) {
-    user_error("running the compiled kernel failed (Halide error ", err, "): ",
-               ctx.message.empty() ? "no message" : ctx.message);
+    user_error(runtime_error_text(err, ctx.message));
   }
   return outputs;
 }

@@ -283,7 +283,145 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 // ---- Indexing, padding, stacking and losses (ops/index.cpp) ----
 
+Tensor arange(int64_t n, DType dtype) { return arange(0.0, double(n), 1.0, dtype); }
+
+Tensor arange(double start, double stop, double step, DType dtype) {
+  if (step == 0.0) user_error("arange: step must be non-zero");
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
+    user_error("arange: start, stop and step must be finite, got ", start, ", ", stop, ", ", step);
+  }
+  int64_t count = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  Attrs attrs{{"start", start}, {"step", step}, {"count", count}, {"dtype", std::string(dtype_name(dtype))}};
+  if (Tracer* t = Tracer::current()) return t->record("arange", {}, attrs);
+  // Outside a trace a source needs no kernel: the op's reference is the host fill.
+  const OpDef& def = get_op("arange");
+  return def.reference({}, attrs, infer_op(def, {}, attrs));
+}
+
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
+  return apply_op("gather", {x, index}, {{"axis", axis}});
+}
+
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
+  return apply_op("index_select", {x, index}, {{"axis", axis}});
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  if (weight.rank() != 2) user_error("embedding: weight must be [num_embeddings, dim], got ", weight.meta().str());
+  if (!indices.shape().is_static()) {
+    user_error("embedding: indices need static sizes, got ", indices.meta().str());
+  }
+  std::vector<int64_t> out = indices.shape().sizes();
+  out.push_back(weight.shape()[1].size);
+  return reshape(index_select(weight, 0, reshape(indices, {-1})), out);
+}
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+  return apply_op("one_hot", {indices}, {{"num_classes", num_classes}});
+}
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value) {
+  return apply_op("pad", {x}, {{"pads", pads}, {"value", value}});
+}
+
+Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
+  if (xs.empty()) user_error("stack: needs at least one tensor");
+  const int rank = xs[0].rank() + 1;
+  std::vector<Tensor> parts;
+  for (const Tensor& x : xs) {
+    if (x.shape() != xs[0].shape()) {
+      user_error("stack: all tensors need the same shape; got ", xs[0].meta().str(), " and ", x.meta().str());
+    }
+    parts.push_back(unsqueeze(x, normalize_axis(axis, rank, "stack")));
+  }
+  return concat(parts, normalize_axis(axis, rank, "stack"));
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis) {
+  const int a = normalize_axis(axis, x.rank(), "split");
+  const Dim& d = x.shape()[a];
+  if (!d.is_static()) user_error("split: axis ", a, " of ", x.meta().str(), " must have a static size");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) user_error("split: sizes must be non-negative, got ", s);
+    total += s;
+  }
+  if (total != d.size) {
+    user_error("split: sizes add up to ", total, " but axis ", a, " of ", x.meta().str(), " has ", d.size);
+  }
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(x, a, start, start + s));
+    start += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis) {
+  const int a = normalize_axis(axis, x.rank(), "split");
+  if (split_size <= 0) user_error("split: split_size must be positive, got ", split_size);
+  if (!x.shape()[a].is_static()) user_error("split: axis ", a, " of ", x.meta().str(), " must have a static size");
+  std::vector<int64_t> sizes;
+  for (int64_t left = x.shape()[a].size; left > 0; left -= split_size) sizes.push_back(std::min(left, split_size));
+  return split(x, sizes, a);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction) {
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") {
+    user_error("cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", not \"", reduction, "\"");
+  }
+  if (logits.rank() != 1 && logits.rank() != 2) {
+    user_error("cross_entropy: logits must be [N, C] or [C], got ", logits.meta().str());
+  }
+  if (!is_float(logits.dtype())) user_error("cross_entropy: logits must be floating point, got ", logits.meta().str());
+  const int class_axis = logits.rank() - 1;
+  Tensor logp = log_softmax(logits, class_axis);
+  Tensor loss;  // per sample
+  if (is_float(target.dtype())) {  // class probabilities
+    if (target.shape() != logits.shape()) {
+      user_error("cross_entropy: probability targets need the logits' shape ", logits.meta().str(), ", got ",
+                 target.meta().str());
+    }
+    loss = -sum(target * logp, {class_axis});
+  } else {
+    Shape want(std::vector<Dim>(logits.shape().dims().begin(), logits.shape().dims().end() - 1));
+    if (target.shape() != want) {
+      user_error("cross_entropy: class targets for logits ", logits.meta().str(), " must have shape ", want.str(),
+                 ", got ", target.meta().str());
+    }
+    loss = -squeeze(gather(logp, class_axis, unsqueeze(target, class_axis)), class_axis);
+  }
+  if (reduction == "none") return loss;
+  return reduction == "sum" ? sum(loss) : mean(loss);
+}
+
 // ---- Random fills and dropout (ops/random.cpp) ----
+
+namespace {
+Tensor random_fill(const char* op, const Tensor& x, uint64_t seed, const char* p0, double v0, const char* p1,
+                   double v1) {
+  DType t = is_float(x.dtype()) ? x.dtype() : DType::F32;
+  return apply_op(op, {x}, {{"seed", int64_t(seed)}, {p0, v0}, {p1, v1}, {"dtype", std::string(dtype_name(t))}});
+}
+}  // namespace
+
+Tensor rand_like(const Tensor& x, uint64_t seed, double low, double high) {
+  if (!(low <= high)) user_error("rand_like: low ", low, " is greater than high ", high);
+  return random_fill("uniform_like", x, seed, "low", low, "high", high);
+}
+
+Tensor randn_like(const Tensor& x, uint64_t seed, double mean, double std) {
+  if (!(std >= 0)) user_error("randn_like: std must be non-negative, got ", std);
+  return random_fill("normal_like", x, seed, "mean", mean, "std", std);
+}
+
+Tensor dropout(const Tensor& x, double p, uint64_t seed, bool training) {
+  if (!(p >= 0.0 && p <= 1.0)) user_error("dropout: p must be in [0, 1], got ", p);
+  if (!training || p == 0.0) return x;
+  if (p == 1.0) return x * 0.0;
+  return where(rand_like(x, seed) < p, scalar(0.0, x.dtype()), x * (1.0 / (1.0 - p)));
+}
 
 Tensor operator-(const Tensor& x) { return neg(x); }
 
@@ -295,6 +433,10 @@ KILN_DEFINE_OPERATOR(+, add)
 KILN_DEFINE_OPERATOR(-, sub)
 KILN_DEFINE_OPERATOR(*, mul)
 KILN_DEFINE_OPERATOR(/, div)
+KILN_DEFINE_OPERATOR(<, lt)
+KILN_DEFINE_OPERATOR(<=, le)
+KILN_DEFINE_OPERATOR(>, gt)
+KILN_DEFINE_OPERATOR(>=, ge)
 #undef KILN_DEFINE_OPERATOR
 
 }  // namespace kiln

@@ -117,8 +117,40 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  
 // ---- Convolution, pooling and batch norm (ops/conv.cpp) ----
 
 // ---- Indexing, padding, stacking and losses (ops/index.cpp) ----
+// Values start, start + step, ... below stop (above it for a negative step). Traced as an
+// op when called inside kiln::compile; a host fill otherwise.
+Tensor arange(int64_t n, DType dtype = DType::F32);
+Tensor arange(double start, double stop, double step = 1.0, DType dtype = DType::F32);
+// Indices (i64 or i32) are checked where they are read: one out of range raises a
+// kiln::Error naming the op, the index and the size, eager or compiled.
+// out[i][j] = x[index[i][j]][j] (axis 0), PyTorch's torch.gather; index has x's rank.
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
+// x with `axis` replaced by the entries picked by the 1-D `index`.
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
+// Rows of weight [num_embeddings, dim] for indices of any shape: indices.shape + [dim].
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+// i64 tensor of indices.shape + [num_classes], 1 at each index.
+Tensor one_hot(const Tensor& indices, int64_t num_classes);
+// Constant padding, PyTorch's F.pad order: {before, after} for the last dim, then the dim
+// before it, ...; negative pads crop.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0.0);
+// Joins tensors of one shape along a new axis.
+Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0);
+// Pieces of split_size along axis (the last may be smaller), or pieces of the given sizes.
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis = 0);
+// Cross entropy from logits [N, C] (or [C]) and integer class targets [N] (or []), or
+// class probabilities of the logits' shape; reduction "mean" (over N), "sum" or "none".
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction = "mean");
 
 // ---- Random fills and dropout (ops/random.cpp) ----
+// Seeded fills shaped like x, reproducible across eager, compiled, CPU and GPU (each
+// element hashes (seed, index); rand_like(x, s) of an [n] tensor == rand({n}, s)).
+Tensor rand_like(const Tensor& x, uint64_t seed, double low = 0.0, double high = 1.0);
+Tensor randn_like(const Tensor& x, uint64_t seed, double mean = 0.0, double std = 1.0);
+// Zeroes each element with probability p and scales the rest by 1 / (1 - p); the identity
+// when training is false. The mask is rand_like(x, seed) < p.
+Tensor dropout(const Tensor& x, double p, uint64_t seed, bool training = true);
 
 // A scalar as a 0-d tensor of `dtype`, traced as a constant when tracing.
 Tensor scalar(double value, DType dtype = DType::F32);
@@ -132,6 +164,11 @@ KILN_DECLARE_OPERATOR(+)
 KILN_DECLARE_OPERATOR(-)
 KILN_DECLARE_OPERATOR(*)
 KILN_DECLARE_OPERATOR(/)
+// Comparisons give bool tensors (== and != stay unoverloaded: use eq and ne).
+KILN_DECLARE_OPERATOR(<)
+KILN_DECLARE_OPERATOR(<=)
+KILN_DECLARE_OPERATOR(>)
+KILN_DECLARE_OPERATOR(>=)
 #undef KILN_DECLARE_OPERATOR
 
 }  // namespace kiln

@@ -1,7 +1,212 @@
+// Indexing ops: gather, index_select, one_hot, and the arange source.
+// Indices are data, so their range is checked where they are read: an index out of range
+// stops the kernel with a kiln::Error naming the op, the index and the size (Halide's
+// `require`), and the load itself reads a clamped index, so nothing out of bounds is read.
+#include <cmath>
+
+#include "core/error.h"
 #include "ops/op.h"
 
 namespace kiln {
 
-std::vector<OpDef> index_ops() { return {}; }
+namespace {
+
+using Halide::Expr;
+using Halide::Func;
+
+void require_index_dtype(const std::string& op, const TensorMeta& index) {
+  if (index.dtype != DType::I64 && index.dtype != DType::I32) {
+    user_error(op, ": indices must be i64 or i32, got ", index.str());
+  }
+}
+
+// `index` (an integer Expr) checked against [0, size): the checked index, clamped.
+Expr checked_index(const std::string& op, const Expr& index, const Expr& size, const std::string& what) {
+  Expr i = Halide::cast<int32_t>(index);
+  Expr in_range = index >= Halide::cast(index.type(), 0) && index < Halide::cast(index.type(), size);
+  Expr clamped = Halide::clamp(i, 0, size - 1);
+  return algo::require(in_range, clamped, {Expr(op + ": index"), index, Expr("is out of range for " + what + " of size"), size});
+}
+
+void check_index_reference(const std::string& op, int64_t index, int64_t size, const std::string& what) {
+  if (index < 0 || index >= size) {
+    user_error(op, ": index ", index, " is out of range for ", what, " of size ", size);
+  }
+}
+
+// ---- gather(x, axis, index): out[i][j][k] = x[i][index[i][j][k]][k] (axis 1) ----------------
+
+TensorMeta infer_gather(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const TensorMeta &x = in[0], &index = in[1];
+  require_index_dtype("gather", index);
+  if (index.shape.rank() != x.shape.rank()) {
+    user_error("gather: index must have the input's rank ", x.shape.rank(), ", got ", index.str(),
+               " for input ", x.str());
+  }
+  int axis = normalize_axis(a.get_int("axis"), x.shape.rank(), "gather");
+  for (int d = 0; d < x.shape.rank(); ++d) {
+    if (d == axis || !x.shape[d].is_static() || !index.shape[d].is_static()) continue;
+    if (index.shape[d].size > x.shape[d].size) {
+      user_error("gather: index ", index.str(), " is larger than input ", x.str(), " in dim ", d,
+                 " (only the gathered axis ", axis, " may differ)");
+    }
+  }
+  return {x.dtype, index.shape};
+}
+
+Func gather_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  const int r = c.output.shape.rank();
+  const int axis = normalize_axis(c.attrs.get_int("axis"), r, "gather");
+  const int h = r - 1 - axis;  // the axis as a Halide dimension
+  auto v = algo::vars(r);
+  std::vector<Expr> src = algo::exprs(v);
+  src[size_t(h)] = checked_index("gather", in[1](v), c.extent(c.inputs[0].shape[axis]),
+                                 "axis " + std::to_string(axis));
+  Func f("gather");
+  f(v) = in[0](src);
+  return f;
+}
+
+Tensor gather_reference(const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+  Tensor x = in[0].to_host(), index = in[1].to_host();
+  std::vector<int64_t> xs = x.sizes(), os = out.shape.sizes();
+  const int axis = normalize_axis(a.get_int("axis"), x.rank(), "gather");
+  std::vector<double> xv = x.to_doubles(), iv = index.to_doubles(), o(size_t(out.shape.numel()));
+  std::vector<int64_t> st = ref::strides(xs);
+  for (size_t i = 0; i < o.size(); ++i) {
+    std::vector<int64_t> idx = ref::unravel(int64_t(i), os);
+    idx[size_t(axis)] = int64_t(iv[i]);
+    check_index_reference("gather", idx[size_t(axis)], xs[size_t(axis)], "axis " + std::to_string(axis));
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * st[d];
+    o[i] = xv[size_t(off)];
+  }
+  return from_vector(o, out.shape, out.dtype);
+}
+
+// ---- index_select(x, axis, index[K]): x with `axis` replaced by the K picked entries -------
+
+TensorMeta infer_index_select(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const TensorMeta &x = in[0], &index = in[1];
+  require_index_dtype("index_select", index);
+  if (index.shape.rank() != 1) user_error("index_select: index must be 1-D, got ", index.str());
+  int axis = normalize_axis(a.get_int("axis"), x.shape.rank(), "index_select");
+  std::vector<Dim> dims = x.shape.dims();
+  dims[size_t(axis)] = index.shape[0];
+  return {x.dtype, Shape(dims)};
+}
+
+Func index_select_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  const int r = c.output.shape.rank();
+  const int axis = normalize_axis(c.attrs.get_int("axis"), r, "index_select");
+  const int h = r - 1 - axis;
+  auto v = algo::vars(r);
+  std::vector<Expr> src = algo::exprs(v);
+  src[size_t(h)] = checked_index("index_select", in[1](v[size_t(h)]), c.extent(c.inputs[0].shape[axis]),
+                                 "axis " + std::to_string(axis));
+  Func f("index_select");
+  f(v) = in[0](src);
+  return f;
+}
+
+Tensor index_select_reference(const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+  Tensor x = in[0].to_host();
+  std::vector<int64_t> xs = x.sizes(), os = out.shape.sizes();
+  const int axis = normalize_axis(a.get_int("axis"), x.rank(), "index_select");
+  std::vector<double> xv = x.to_doubles(), iv = in[1].to_host().to_doubles(), o(size_t(out.shape.numel()));
+  std::vector<int64_t> st = ref::strides(xs);
+  for (size_t i = 0; i < o.size(); ++i) {
+    std::vector<int64_t> idx = ref::unravel(int64_t(i), os);
+    idx[size_t(axis)] = int64_t(iv[size_t(idx[size_t(axis)])]);
+    check_index_reference("index_select", idx[size_t(axis)], xs[size_t(axis)], "axis " + std::to_string(axis));
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * st[d];
+    o[i] = xv[size_t(off)];
+  }
+  return from_vector(o, out.shape, out.dtype);
+}
+
+// ---- one_hot(indices, num_classes): i64, a new last dim of num_classes ----------------------
+
+TensorMeta infer_one_hot(const std::vector<TensorMeta>& in, const Attrs& a) {
+  require_index_dtype("one_hot", in[0]);
+  int64_t classes = a.get_int("num_classes");
+  if (classes <= 0) {
+    user_error("one_hot: num_classes must be positive, got ", classes,
+               " (kiln needs it up front: the output's size cannot depend on the data)");
+  }
+  std::vector<Dim> dims = in[0].shape.dims();
+  dims.push_back(Dim(classes));
+  return {DType::I64, Shape(dims)};
+}
+
+Func one_hot_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  const int r = c.output.shape.rank();
+  const int64_t classes = c.attrs.get_int("num_classes");
+  auto v = algo::vars(r);
+  std::vector<Expr> outer(v.begin() + 1, v.end());
+  Expr label = checked_index("one_hot", in[0](outer), Expr(int32_t(classes)), "num_classes");
+  Func f("one_hot");
+  f(v) = Halide::cast<int64_t>(label == v[0]);
+  return f;
+}
+
+Tensor one_hot_reference(const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+  const int64_t classes = a.get_int("num_classes");
+  std::vector<double> iv = in[0].to_host().to_doubles(), o(size_t(out.shape.numel()), 0.0);
+  for (size_t i = 0; i < iv.size(); ++i) {
+    check_index_reference("one_hot", int64_t(iv[i]), classes, "num_classes");
+    o[i * size_t(classes) + size_t(iv[i])] = 1.0;
+  }
+  return from_vector(o, out.shape, out.dtype);
+}
+
+// ---- arange(start, step, count): a source --------------------------------------------------
+
+TensorMeta infer_arange(const std::vector<TensorMeta>&, const Attrs& a) {
+  return {dtype_from_name(a.get_string("dtype")), Shape{a.get_int("count")}};
+}
+
+Func arange_algorithm(const std::vector<Func>&, const OpCall& c) {
+  Halide::Var i("d0");
+  DType ct = compute_dtype(c.output.dtype);
+  // Integer dtypes count exactly in i64; floats compute start + i * step in f64, like the
+  // reference, then round once to the output dtype.
+  Halide::Type t = is_float(ct) ? Halide::Float(64) : Halide::Int(64);
+  Expr value = algo::constant(t, c.attrs.get_double("start")) +
+               Halide::cast(t, i) * algo::constant(t, c.attrs.get_double("step"));
+  Func f("arange");
+  f(i) = algo::to_storage(Halide::cast(algo::halide_type(ct), value), c.output.dtype);
+  return f;
+}
+
+Tensor arange_reference(const std::vector<Tensor>&, const Attrs& a, const TensorMeta& out) {
+  std::vector<double> o(size_t(a.get_int("count")));
+  for (size_t i = 0; i < o.size(); ++i) o[i] = a.get_double("start") + double(i) * a.get_double("step");
+  return from_vector(o, out.shape, out.dtype);
+}
+
+OpDef make_op(const char* name, OpKind kind, int arity, InferFn infer, AlgorithmFn algorithm, ReferenceFn reference) {
+  OpDef d;
+  d.name = name;
+  d.kind = kind;
+  d.arity = arity;
+  d.infer = std::move(infer);
+  d.algorithm = std::move(algorithm);
+  d.reference = std::move(reference);
+  return d;
+}
+
+}  // namespace
+
+std::vector<OpDef> index_ops() {
+  return {
+      make_op("gather", OpKind::Injective, 2, infer_gather, gather_algorithm, gather_reference),
+      make_op("index_select", OpKind::Injective, 2, infer_index_select, index_select_algorithm,
+              index_select_reference),
+      make_op("one_hot", OpKind::Injective, 1, infer_one_hot, one_hot_algorithm, one_hot_reference),
+      make_op("arange", OpKind::Source, 0, infer_arange, arange_algorithm, arange_reference),
+  };
+}
 
 }  // namespace kiln

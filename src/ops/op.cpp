@@ -191,6 +191,13 @@ Halide::Expr is_pos_inf(const Halide::Expr& x) {
   return u == inf;
 }
 
+Halide::Expr require(const Halide::Expr& condition, const Halide::Expr& value,
+                     const std::vector<Halide::Expr>& message) {
+  std::vector<Halide::Expr> args = {value, Halide::Expr(kRequireMarker)};
+  args.insert(args.end(), message.begin(), message.end());
+  return Halide::require(condition, args);
+}
+
 Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y) {
   return x.type().is_float() ? Halide::select(algo::is_nan(x), Halide::cast(y.type(), x), y) : y;
 }

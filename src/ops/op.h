@@ -125,6 +125,12 @@ Halide::Expr is_nan(const Halide::Expr& x);
 Halide::Expr is_pos_inf(const Halide::Expr& x);
 // `y`, except NaN where `x` is NaN (Halide's polynomial exp/log do not propagate NaN).
 Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y);
+// `value` where `condition` holds; otherwise the kernel stops and the caller gets a
+// kiln::Error whose text is `message` (strings and Exprs, printed with spaces between).
+Halide::Expr require(const Halide::Expr& condition, const Halide::Expr& value,
+                     const std::vector<Halide::Expr>& message);
+// Marks the start of a require() message inside Halide's error text.
+inline constexpr const char* kRequireMarker = "[kiln]";
 }  // namespace algo
 
 namespace ref {

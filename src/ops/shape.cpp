@@ -1,4 +1,4 @@
-// Shape and data movement (injective ops): reshape, permute, expand, slice, concat.
+// Shape and data movement (injective ops): reshape, permute, expand, slice, concat, pad.
 // Every output element reads exactly one input element; the index maps live here.
 #include <numeric>
 
@@ -218,6 +218,83 @@ Tensor gather_reference(const std::vector<Tensor>& in, const TensorMeta& out, Ma
   return result;
 }
 
+// ---- pad(pads, value): PyTorch's constant F.pad ------------------------------------------
+// pads = {before, after} for the last dim, then the one before it, ...; negative pads crop.
+
+struct PadSpec {
+  std::vector<int64_t> before, after;  // per kiln dim
+};
+
+PadSpec pad_spec(const TensorMeta& in, const Attrs& a) {
+  std::vector<int64_t> pads = a.get_ints("pads");
+  const int r = in.shape.rank();
+  if (pads.size() % 2 != 0 || int(pads.size()) > 2 * r) {
+    user_error("pad: pads must hold (before, after) pairs for at most the ", r, " dims of ", in.str(),
+               ", got ", pads.size(), " values");
+  }
+  PadSpec p{std::vector<int64_t>(size_t(r), 0), std::vector<int64_t>(size_t(r), 0)};
+  for (size_t k = 0; k < pads.size() / 2; ++k) {
+    size_t d = size_t(r) - 1 - k;
+    p.before[d] = pads[2 * k];
+    p.after[d] = pads[2 * k + 1];
+    if ((p.before[d] || p.after[d]) && !in.shape[int(d)].is_static()) {
+      user_error("pad: dim ", d, " of ", in.str(), " is padded, so it must have a static size");
+    }
+    if (in.shape[int(d)].is_static() && in.shape[int(d)].size + p.before[d] + p.after[d] < 0) {
+      user_error("pad: pads (", p.before[d], ", ", p.after[d], ") crop dim ", d, " of ", in.str(),
+                 " below zero");
+    }
+  }
+  return p;
+}
+
+TensorMeta infer_pad(const std::vector<TensorMeta>& in, const Attrs& a) {
+  PadSpec p = pad_spec(in[0], a);
+  std::vector<Dim> dims = in[0].shape.dims();
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].is_static()) dims[d] = Dim(dims[d].size + p.before[d] + p.after[d]);
+  }
+  return {in[0].dtype, Shape(dims)};
+}
+
+Func pad_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  PadSpec p = pad_spec(c.inputs[0], c.attrs);
+  const int r = c.output.shape.rank();
+  auto v = algo::vars(r);
+  std::vector<Expr> idx(static_cast<size_t>(r));
+  Expr inside = Halide::cast<bool>(true);
+  for (int d = 0; d < r; ++d) {
+    const size_t h = size_t(r - 1 - d);
+    Expr n = c.extent(c.inputs[0].shape[d]);
+    Expr i = v[h] - int(p.before[size_t(d)]);
+    if (p.before[size_t(d)] || p.after[size_t(d)]) inside = inside && i >= 0 && i < n;
+    idx[h] = Halide::clamp(i, 0, n - 1);
+  }
+  Halide::Type t = algo::halide_type(c.output.dtype);
+  Func f("pad");
+  f(v) = Halide::select(inside, in[0](idx), algo::constant(t, c.attrs.get_double("value")));
+  return f;
+}
+
+Tensor pad_reference(const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+  PadSpec p = pad_spec(in[0].meta(), a);
+  Tensor x = in[0].to_host();
+  std::vector<int64_t> xs = x.sizes(), os = out.shape.sizes(), st = ref::strides(xs);
+  std::vector<double> xv = x.to_doubles(), o(size_t(out.shape.numel()));
+  for (size_t i = 0; i < o.size(); ++i) {
+    std::vector<int64_t> idx = ref::unravel(int64_t(i), os);
+    int64_t off = 0;
+    bool inside = true;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      int64_t j = idx[d] - p.before[d];
+      inside = inside && j >= 0 && j < xs[d];
+      off += j * st[d];
+    }
+    o[i] = inside ? xv[size_t(off)] : a.get_double("value");
+  }
+  return from_vector(o, out.shape, out.dtype);
+}
+
 OpDef injective(const std::string& name, int arity, InferFn infer, AlgorithmFn algo, ReferenceFn ref) {
   OpDef d;
   d.name = name;
@@ -302,6 +379,8 @@ std::vector<OpDef> shape_ops() {
           return std::pair<int, int64_t>{k, off};
         });
       }));
+  ops.back().eager_generic = false;
+  ops.push_back(injective("pad", 1, infer_pad, pad_algorithm, pad_reference));
   ops.back().eager_generic = false;
   return ops;
 }

@@ -65,4 +65,55 @@ TEST(ShapeOps, ExpandSliceConcat) {
   EXPECT_THROW(concat({a, b}, 0), Error);
 }
 
+TEST(ShapeOps, PadConstantAndCrop) {
+  uint64_t seed = 30;
+  for (DType dt : {DType::F32, DType::F16, DType::I32}) {
+    Tensor x = random_with_edges({2, 3, 4}, dt, seed++, -5, 5);
+    for (const std::vector<int64_t>& pads : std::vector<std::vector<int64_t>>{
+             {1, 2}, {0, 0, 3, 1}, {2, 1, 1, 0, 1, 1}, {-1, 1}, {1, -2, 0, 1}}) {
+      check("pad", [&](const Tensor& t) { return pad(t, pads, 1.5); }, x, {{"pads", pads}, {"value", 1.5}});
+    }
+  }
+  EXPECT_EQ(pad(zeros({3, 4}), {1, 1, 2, 0}).shape(), (Shape{5, 6}));
+  EXPECT_EQ(sum(pad(zeros({3}), {1, 2}, 7.0)).item(), 21.0);
+  try {
+    pad(zeros({3}), {-2, -2});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pad"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("below zero"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(pad(zeros({3}), {1}), Error);           // not a pair
+  EXPECT_THROW(pad(zeros({3}), {1, 1, 1, 1}), Error);  // more pairs than dims
+}
+
+TEST(ShapeOps, StackAndSplit) {
+  Tensor a = rand({2, 3}, 1), b = rand({2, 3}, 2), c = rand({2, 3}, 3);
+  for (int64_t axis : {0, 1, 2, -1}) {
+    auto fn = [axis](const Tensor& x, const Tensor& y, const Tensor& z) { return stack({x, y, z}, axis); };
+    Tensor eager = fn(a, b, c), compiled = compile(fn)(a, b, c);
+    EXPECT_TRUE(allclose(compiled, eager, 0, 0));
+    int64_t k = axis < 0 ? 2 : axis;
+    EXPECT_EQ(eager.shape()[int(k)].size, 3);
+    // Taking slice i along the new axis gives back the i-th input.
+    Tensor back = squeeze(slice(eager, k, 1, 2), k);
+    EXPECT_TRUE(allclose(back, b, 0, 0)) << "axis " << axis;
+  }
+  EXPECT_THROW(stack({a, rand({3, 2})}), Error);
+  EXPECT_THROW(stack({}), Error);
+
+  Tensor x = rand({7, 4}, 4);
+  std::vector<Tensor> parts = split(x, 3, 0);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[2].shape(), (Shape{1, 4}));
+  EXPECT_TRUE(allclose(concat(parts, 0), x, 0, 0));
+  std::vector<Tensor> cols = split(x, std::vector<int64_t>{1, 3}, -1);
+  EXPECT_EQ(cols[1].shape(), (Shape{7, 3}));
+  EXPECT_TRUE(allclose(concat(cols, 1), x, 0, 0));
+  auto f = compile([](const Tensor& t) { return split(t, 2, 1)[1] * 2.0; });
+  EXPECT_TRUE(allclose(f(x), slice(x, 1, 2, 4) * 2.0, 0, 0));
+  EXPECT_THROW(split(x, std::vector<int64_t>{1, 2}, 0), Error);  // sizes add to 3, not 7
+  EXPECT_THROW(split(x, 0, 0), Error);
+}
+
 }  // namespace
