@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/shape.h"
 #include "core/tensor.h"
+#include "autodiff/grad.h"
 #include "graph/graph.h"
 #include "graph/interpreter.h"
 #include "graph/passes/passes.h"

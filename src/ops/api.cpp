@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "autodiff/tape.h"
 #include "graph/tracer.h"
 #include "runtime/eager.h"
 
@@ -15,8 +16,9 @@ Tensor apply_op(const std::string& op, const std::vector<Tensor>& inputs, const 
     if (!inputs[i].defined()) user_error(op, ": input ", i, " is an undefined tensor");
     if (inputs[i].is_symbolic()) tracer = inputs[i].impl()->tracer;
   }
-  if (tracer) return tracer->record(op, inputs, attrs);
-  return eager_apply(def, inputs, attrs);
+  Tensor out = tracer ? tracer->record(op, inputs, attrs) : eager_apply(def, inputs, attrs);
+  Tape::record(op, inputs, attrs, out);
+  return out;
 }
 
 #define KILN_DEFINE_UNARY(name) \

@@ -98,8 +98,11 @@ class Registry {
 
  private:
   Registry() {
+    std::vector<OpDef> all;
     for (auto* family : {&pointwise_ops, &reduce_ops, &shape_ops, &linalg_ops, &conv_ops, &index_ops, &random_ops})
-      for (OpDef& d : family()) add(std::move(d));
+      for (OpDef& d : family()) all.push_back(std::move(d));
+    attach_vjp_rules(all);
+    for (OpDef& d : all) add(std::move(d));
   }
   std::mutex mu_;
   std::map<std::string, OpDef> ops_;

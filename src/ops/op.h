@@ -78,7 +78,19 @@ struct OpCall {
   std::vector<StageInfo>* stages = nullptr;
 };
 
+// What a VJP rule sees: the op's inputs and output (eager tensors or traced values) and
+// the gradient flowing into the output.
+struct VjpArgs {
+  const std::vector<Tensor>& inputs;
+  const Tensor& output;
+  const Tensor& grad;
+  const Attrs& attrs;
+};
+
 using InferFn = std::function<TensorMeta(const std::vector<TensorMeta>&, const Attrs&)>;
+// Reverse mode: the gradient of each input, written with ops; an undefined Tensor where
+// no gradient flows (an integer input, or a shape-only one).
+using VjpFn = std::function<std::vector<Tensor>(const VjpArgs&)>;
 using AlgorithmFn = std::function<Halide::Func(const std::vector<Halide::Func>&, const OpCall&)>;
 using ReferenceFn =
     std::function<Tensor(const std::vector<Tensor>&, const Attrs&, const TensorMeta&)>;
@@ -93,6 +105,11 @@ struct OpDef {
   // Eager kernels are shape-generic (symbolic sizes) unless the op's index maps need
   // static sizes (reshape, slice, ...); those compile per shape.
   bool eager_generic = true;
+  // Reverse-mode rule (ops/vjp.cpp). Empty where the op has none: then either its
+  // gradient is zero wherever it is defined (zero_gradient: comparisons, floor, argmax,
+  // random fills, ...), or differentiating through it is an error.
+  VjpFn vjp;
+  bool zero_gradient = false;
 };
 
 // The registry of every op kiln knows.
@@ -152,5 +169,7 @@ std::vector<OpDef> linalg_ops();     // ops/linalg.cpp: matmul
 std::vector<OpDef> conv_ops();       // ops/conv.cpp: conv2d, pooling
 std::vector<OpDef> index_ops();      // ops/index.cpp: gather, index_select, one_hot, arange
 std::vector<OpDef> random_ops();     // ops/random.cpp: seeded uniform and normal fills
+// The VJP rules of the built-in ops (ops/vjp.cpp), attached to them by the registry.
+void attach_vjp_rules(std::vector<OpDef>& ops);
 
 }  // namespace kiln

@@ -85,9 +85,17 @@ OpDef cast_op() {
   d.algorithm = [](const std::vector<Func>& in, const OpCall& c) {
     auto v = algo::vars(c.output.shape.rank());
     Expr x = algo::to_compute(in[0](v), c.inputs[0].dtype);
+    Halide::Type ct = algo::halide_type(compute_dtype(c.output.dtype));
     Func f("cast");
-    f(v) = c.output.dtype == DType::Bool ? (x != Halide::cast(x.type(), 0))
-                                          : algo::to_storage(x, c.output.dtype);
+    if (c.output.dtype == DType::Bool) {
+      f(v) = x != Halide::cast(x.type(), 0);
+    } else if (c.inputs[0].dtype == DType::Bool) {
+      // A select, not a cast: Halide 21 rewrites float(bool) * 0.5 into integer intrinsics
+      // with a half-precision constant, which its code generator then rejects.
+      f(v) = algo::to_storage(Halide::select(x, algo::constant(ct, 1), algo::constant(ct, 0)), c.output.dtype);
+    } else {
+      f(v) = algo::to_storage(x, c.output.dtype);
+    }
     return f;
   };
   d.reference = [](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {

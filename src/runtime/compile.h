@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fn_traits.h"
 #include "graph/graph.h"
 
 namespace kiln {
@@ -72,32 +73,6 @@ class CompiledImpl {
   std::vector<std::shared_ptr<Entry>> entries_;
 };
 
-template <class R, class... A>
-struct signature {
-  using result = R;
-  static constexpr size_t arity = sizeof...(A);
-  using first = std::tuple_element_t<0, std::tuple<std::decay_t<A>..., void>>;
-};
-template <class T> struct fn_traits : fn_traits<decltype(&std::decay_t<T>::operator())> {};
-template <class C, class R, class... A> struct fn_traits<R (C::*)(A...) const> : signature<R, A...> {};
-template <class C, class R, class... A> struct fn_traits<R (C::*)(A...)> : signature<R, A...> {};
-template <class R, class... A> struct fn_traits<R (*)(A...)> : signature<R, A...> {};
-template <class R, class... A> struct fn_traits<R(A...)> : signature<R, A...> {};
-
-inline std::vector<Tensor> as_outputs(Tensor t) { return {std::move(t)}; }
-inline std::vector<Tensor> as_outputs(std::vector<Tensor> v) { return v; }
-
-template <class F, size_t... I>
-TracedFn wrap(F fn, std::index_sequence<I...>) {
-  return [fn](const std::vector<Tensor>& in) -> std::vector<Tensor> {
-    if (in.size() != sizeof...(I)) {
-      throw Error("compiled function takes " + std::to_string(sizeof...(I)) +
-                  " tensors, got " + std::to_string(in.size()));
-    }
-    return as_outputs(fn(in[I]...));
-  };
-}
-
 }  // namespace detail
 
 // The callable kiln::compile returns. Called with tensors; returns what the function
@@ -107,17 +82,18 @@ class Compiled {
  public:
   explicit Compiled(std::shared_ptr<detail::CompiledImpl> impl) : impl_(std::move(impl)) {}
 
+  // A function of std::vector<Tensor> takes a vector (a braced list works: f({x, w})).
+  Result operator()(const std::vector<Tensor>& inputs) const
+    requires(Arity == size_t(-1))
+  {
+    return result(impl_->call(inputs));
+  }
   template <class... Ts>
-  Result operator()(const Ts&... inputs) const {
-    std::vector<Tensor> out;
-    if constexpr (Arity == size_t(-1)) {
-      out = impl_->call(inputs...);  // a function of std::vector<Tensor>
-    } else {
-      static_assert(sizeof...(Ts) == Arity, "wrong number of tensors for this compiled function");
-      out = impl_->call(std::vector<Tensor>{inputs...});
-    }
-    if constexpr (std::is_same_v<Result, Tensor>) return out.at(0);
-    else return out;
+  Result operator()(const Ts&... inputs) const
+    requires(Arity != size_t(-1))
+  {
+    static_assert(sizeof...(Ts) == Arity, "wrong number of tensors for this compiled function");
+    return result(impl_->call(std::vector<Tensor>{inputs...}));
   }
   // Number of times the function was traced and compiled (one per guard set).
   int num_compilations() const { return impl_->num_compilations(); }
@@ -125,6 +101,10 @@ class Compiled {
   const Graph& graph() const { return impl_->last_graph(); }
 
  private:
+  static Result result(std::vector<Tensor> out) {
+    if constexpr (std::is_same_v<Result, Tensor>) return out.at(0);
+    else return out;
+  }
   std::shared_ptr<detail::CompiledImpl> impl_;
 };
 

@@ -225,6 +225,19 @@ TEST(BinaryOps, IncompatibleShapesNameTheOp) {
   EXPECT_THROW(apply_op("no_such_op", {zeros({3})}), Error);
 }
 
+// Regression: Halide 21 turned float(bool) * 0.5 into integer intrinsics with a half
+// constant and then failed to compile it; bool -> float casts are selects now.
+TEST(Cast, BoolToFloatInsideArithmeticCompiles) {
+  Tensor a = rand({6}, 11, -1.5, 1.5, DType::F64), b = from_vector(std::vector<double>{1, 0, 0, 0, 0, 0}, {6}, DType::F64);
+  b = where(eq(arange(6, DType::F64), 1.0), a, b);  // one tie
+  auto f = [](const Tensor& x, const Tensor& y) {
+    return 1.0 - (cast(gt(x, y), DType::F64) + 0.5 * cast(eq(x, y), DType::F64));
+  };
+  EXPECT_TRUE(allclose(compile(f)(a, b), f(a, b), 0, 0));
+  std::vector<double> got = f(a, b).to_doubles(), av = a.to_doubles(), bv = b.to_doubles();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], 1.0 - ((av[i] > bv[i]) + 0.5 * (av[i] == bv[i])));
+}
+
 TEST(Cast, BetweenAllDtypes) {
   Tensor x = from_vector(std::vector<double>{-2.75, -1.0, 0.0, 0.5, 3.25}, {5}, DType::F64);
   for (DType from : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64}) {

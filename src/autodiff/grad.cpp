@@ -1,0 +1,134 @@
+#include "autodiff/grad.h"
+
+#include <map>
+#include <set>
+
+#include "core/log.h"
+#include "ops/api.h"
+
+namespace kiln {
+
+namespace {
+
+using Key = const TensorImpl*;
+
+// The gradient of `x` when nothing flows into it: zeros of its shape and dtype.
+Tensor zeros_like_value(const Tensor& x) {
+  return x.shape().is_static() ? expand(scalar(0.0, x.dtype()), x.sizes()) : x * 0.0;
+}
+
+void add_grad(std::map<Key, Tensor>& grads, const Tensor& value, const Tensor& g) {
+  auto [it, fresh] = grads.emplace(value.impl(), g);
+  if (!fresh) it->second = it->second + g;  // a value with several consumers
+}
+
+}  // namespace
+
+std::vector<Tensor> backward_through(const std::vector<TapeEntry>& entries, const Tensor& output,
+                                     const Tensor& output_grad, const std::vector<Tensor>& wrt) {
+  if (!is_float(output.dtype())) {
+    user_error("grad: the output ", output.meta().str(), " is not floating point, so it has no gradient");
+  }
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    if (!is_float(wrt[i].dtype())) {
+      user_error("grad: input ", i, " is ", wrt[i].meta().str(), "; gradients exist only for floating-point inputs");
+    }
+  }
+  Tensor seed = output_grad;
+  if (!seed.defined()) {
+    if (!output.shape().is_static() || output.numel() != 1) {
+      user_error("grad: the output ", output.meta().str(),
+                 " is not a single element; pass the gradient of the output (backward(grad)) or reduce it first");
+    }
+    seed = scalar(1.0, output.dtype());
+    if (output.rank() > 0) seed = expand(seed, output.sizes());
+  } else if (output_grad.shape() != output.shape()) {
+    user_error("grad: the gradient of the output is ", output_grad.meta().str(), " but the output is ",
+               output.meta().str());
+  }
+  // Forward sweep: which values depend on a differentiated input.
+  std::set<Key> needs;
+  for (const Tensor& w : wrt) needs.insert(w.impl());
+  std::vector<bool> active(entries.size(), false);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const TapeEntry& e = entries[i];
+    if (!is_float(e.output.dtype())) continue;  // integer and bool values carry no gradient
+    for (const Tensor& in : e.inputs) active[i] = active[i] || needs.count(in.impl());
+    if (active[i]) needs.insert(e.output.impl());
+  }
+  // Reverse sweep over the active entries, from the output back.
+  std::map<Key, Tensor> grads;
+  grads.emplace(output.impl(), seed);
+  for (size_t i = entries.size(); i-- > 0;) {
+    if (!active[i]) continue;
+    const TapeEntry& e = entries[i];
+    auto it = grads.find(e.output.impl());
+    if (it == grads.end()) continue;  // does not reach the output
+    const OpDef& def = get_op(e.op);
+    if (def.zero_gradient) continue;
+    if (!def.vjp) {
+      user_error("grad: op '", e.op, "' has no VJP rule, so kiln cannot differentiate through it; ",
+                 "write the computation with differentiable ops, or give the op a vjp (OpDef::vjp)");
+    }
+    Tensor g = it->second;
+    std::vector<Tensor> in_grads = def.vjp(VjpArgs{e.inputs, e.output, g, e.attrs});
+    for (size_t k = 0; k < e.inputs.size() && k < in_grads.size(); ++k) {
+      if (in_grads[k].defined() && needs.count(e.inputs[k].impl())) add_grad(grads, e.inputs[k], in_grads[k]);
+    }
+  }
+  std::vector<Tensor> out;
+  for (const Tensor& w : wrt) {
+    auto it = grads.find(w.impl());
+    Tensor g = it != grads.end() ? it->second : zeros_like_value(w);
+    out.push_back(g.dtype() == w.dtype() ? g : cast(g, w.dtype()));
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<Tensor> run_with_grads(const TensorFn& fn, const std::vector<int>& argnums,
+                                   const std::vector<Tensor>& inputs, bool with_value) {
+  std::vector<Tensor> wrt;
+  for (int a : argnums) {
+    if (a < 0 || a >= int(inputs.size())) {
+      user_error("grad: argnum ", a, " is out of range for a function of ", inputs.size(), " tensors");
+    }
+    wrt.push_back(inputs[size_t(a)]);
+  }
+  // Fresh handles (same data, same graph value) for the differentiated inputs, so that a
+  // tensor passed twice, or also captured by fn, is told apart from the argument.
+  std::vector<Tensor> args = inputs, diff_args;
+  for (int a : argnums) {
+    args[size_t(a)] = Tensor(std::make_shared<TensorImpl>(*inputs[size_t(a)].impl()));
+    diff_args.push_back(args[size_t(a)]);
+  }
+  std::vector<Tensor> outputs;
+  std::vector<TapeEntry> entries;
+  {
+    Tape tape;  // records the forward only; the backward's own ops go to outer tapes
+    outputs = fn(args);
+    entries = tape.entries();
+  }
+  if (outputs.empty()) user_error("grad: the function returned no tensors");
+  std::vector<Tensor> grads = backward_through(entries, outputs[0], Tensor(), diff_args);
+  if (!with_value) return grads;
+  outputs.insert(outputs.end(), grads.begin(), grads.end());
+  return outputs;
+}
+
+}  // namespace
+
+TensorFn grad_fn(TensorFn fn, std::vector<int> argnums) {
+  return [fn = std::move(fn), argnums = std::move(argnums)](const std::vector<Tensor>& inputs) {
+    return run_with_grads(fn, argnums, inputs, false);
+  };
+}
+
+TensorFn value_and_grad_fn(TensorFn fn, std::vector<int> argnums) {
+  return [fn = std::move(fn), argnums = std::move(argnums)](const std::vector<Tensor>& inputs) {
+    return run_with_grads(fn, argnums, inputs, true);
+  };
+}
+
+}  // namespace kiln

@@ -1,0 +1,42 @@
+// Reverse-mode automatic differentiation, functional style (like JAX's grad):
+//
+//   auto loss = [&](const Tensor& w, const Tensor& x) { return mean(square(x @ w)); };
+//   std::vector<Tensor> g = kiln::grad(loss, {0})({w, x});   // d loss / d w
+//   auto step = kiln::compile(kiln::value_and_grad(loss, {0}));  // forward + backward, one graph
+//
+// The forward runs once with a Tape recording every op; then each op's VJP rule runs in
+// reverse order, accumulating gradients where a value feeds several consumers. Rules are
+// written with ops, so under kiln::compile the forward and the backward are traced into
+// one joint graph and compiled together. Only ops on a path from a differentiated input
+// to the output get gradient work.
+#pragma once
+
+#include <vector>
+
+#include "autodiff/tape.h"
+#include "core/fn_traits.h"
+
+namespace kiln {
+
+// Gradients of `output` w.r.t. each of `wrt`, given the entries of the tape that computed
+// it (no longer recording: the VJP rules add ops) and the gradient flowing into it (`output_grad`; undefined: 1 for a one-element
+// output). An input that `output` does not depend on gets zeros.
+std::vector<Tensor> backward_through(const std::vector<TapeEntry>& entries, const Tensor& output,
+                                     const Tensor& output_grad, const std::vector<Tensor>& wrt);
+
+// fn's first output must hold one floating-point element (a loss). grad(fn, argnums)
+// returns a function of fn's inputs giving the gradient w.r.t. each input in argnums;
+// value_and_grad's gives fn's outputs followed by those gradients.
+TensorFn grad_fn(TensorFn fn, std::vector<int> argnums = {0});
+TensorFn value_and_grad_fn(TensorFn fn, std::vector<int> argnums = {0});
+
+template <class F>
+TensorFn grad(F fn, std::vector<int> argnums = {0}) {
+  return grad_fn(as_tensor_fn(fn), std::move(argnums));
+}
+template <class F>
+TensorFn value_and_grad(F fn, std::vector<int> argnums = {0}) {
+  return value_and_grad_fn(as_tensor_fn(fn), std::move(argnums));
+}
+
+}  // namespace kiln

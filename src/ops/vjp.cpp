@@ -1,0 +1,341 @@
+// Reverse-mode rules of the built-in ops, written with ops so that a gradient is eager
+// when the forward was eager and a graph when it was traced. One rule per differentiable
+// op, grouped as the op families are; the registry attaches them (attach_vjp_rules).
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "core/error.h"
+#include "ops/api.h"
+
+namespace kiln {
+
+namespace {
+
+using Grads = std::vector<Tensor>;
+
+Tensor zero_like_dtype(const Tensor& x) { return scalar(0.0, x.dtype()); }
+
+// Sums a broadcast gradient back to `shape` (NumPy broadcasting in reverse).
+Tensor sum_to(Tensor g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const int lead = g.rank() - shape.rank();
+  std::vector<int64_t> axes;
+  for (int i = 0; i < g.rank(); ++i) {
+    bool target_is_one = i >= lead && shape[i - lead].is_static() && shape[i - lead].size == 1;
+    bool g_is_one = g.shape()[i].is_static() && g.shape()[i].size == 1;
+    if (i < lead || (target_is_one && !g_is_one)) axes.push_back(i);
+  }
+  if (!axes.empty()) g = sum(g, axes, /*keepdim=*/true);
+  for (int i = 0; i < lead; ++i) g = squeeze(g, 0);
+  return g;
+}
+
+// The sizes to expand a kept-dims gradient to: x's static sizes, -1 elsewhere.
+std::vector<int64_t> expand_sizes(const Tensor& x) {
+  std::vector<int64_t> s;
+  for (const Dim& d : x.shape().dims()) s.push_back(d.is_static() ? d.size : -1);
+  return s;
+}
+
+std::vector<int64_t> reduced_axes(const Tensor& x, const Attrs& a) {
+  std::vector<int64_t> axes = a.get_ints("axes");
+  if (axes.empty()) {
+    axes.resize(size_t(x.rank()));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (int64_t& ax : axes) ax = normalize_axis(ax, x.rank(), "reduction");
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+// A reduction's output (or its gradient) with the reduced axes put back as size 1.
+Tensor with_kept_dims(Tensor g, const std::vector<int64_t>& axes, bool keepdim) {
+  if (!keepdim)
+    for (int64_t ax : axes) g = unsqueeze(g, ax);
+  return g;
+}
+
+// Broadcast of a reduction's gradient over the reduced axes.
+Tensor unreduce(const Tensor& g, const Tensor& x, const Attrs& a) {
+  return expand(with_kept_dims(g, reduced_axes(x, a), a.get_bool("keepdim")), expand_sizes(x));
+}
+
+int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& axes, const char* op) {
+  int64_t n = 1;
+  for (int64_t ax : axes) {
+    const Dim& d = x.shape()[int(ax)];
+    if (!d.is_static()) user_error(op, ": the gradient of a mean over a dynamic dim needs static sizes, got ", x.meta().str());
+    n *= d.size;
+  }
+  return n;
+}
+
+// Pointwise rules: g times the derivative, with x the input and y the output.
+std::map<std::string, VjpFn> pointwise_rules() {
+  auto unary = [](Tensor (*d)(const Tensor& x, const Tensor& y, const Tensor& g, const Attrs& a)) {
+    return VjpFn([d](const VjpArgs& v) { return Grads{d(v.inputs[0], v.output, v.grad, v.attrs)}; });
+  };
+  std::map<std::string, VjpFn> r;
+  r["sin"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g * cos(x); });
+  r["cos"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return -(g * sin(x)); });
+  r["tan"] = unary([](const Tensor&, const Tensor& y, const Tensor& g, const Attrs&) { return g * (1.0 + y * y); });
+  r["exp"] = unary([](const Tensor&, const Tensor& y, const Tensor& g, const Attrs&) { return g * y; });
+  r["log"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g / x; });
+  r["abs"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) {
+    Tensor zero = zero_like_dtype(x);
+    return where(gt(x, zero), g, where(lt(x, zero), -g, zero_like_dtype(g)));
+  });
+  r["neg"] = unary([](const Tensor&, const Tensor&, const Tensor& g, const Attrs&) { return -g; });
+  r["sqrt"] = unary([](const Tensor&, const Tensor& y, const Tensor& g, const Attrs&) { return g * 0.5 / y; });
+  r["rsqrt"] = unary([](const Tensor&, const Tensor& y, const Tensor& g, const Attrs&) { return g * -0.5 * y * y * y; });
+  r["tanh"] = unary([](const Tensor&, const Tensor& y, const Tensor& g, const Attrs&) { return g * (1.0 - y * y); });
+  r["sigmoid"] = unary([](const Tensor&, const Tensor& y, const Tensor& g, const Attrs&) { return g * y * (1.0 - y); });
+  r["relu"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) {
+    return where(gt(x, zero_like_dtype(x)), g, zero_like_dtype(g));
+  });
+  r["erf"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) {
+    return g * (2.0 / std::sqrt(M_PI)) * exp(-(x * x));
+  });
+  r["silu"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) {
+    Tensor s = sigmoid(x);
+    return g * s * (1.0 + x * (1.0 - s));
+  });
+  r["softplus"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) {
+    return where(gt(x, 20.0), g, g * sigmoid(x));  // linear above the threshold
+  });
+  r["gelu"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs& a) {
+    if (a.get_string("approximate") == "tanh") {
+      const double k = 0.7978845608028654, c = 0.044715;
+      Tensor t = tanh(k * (x + c * x * x * x));
+      return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x * x));
+    }
+    Tensor cdf = 0.5 * (1.0 + erf(x * 0.7071067811865476));
+    Tensor pdf = exp(-0.5 * x * x) * 0.3989422804014327;
+    return g * (cdf + x * pdf);
+  });
+  r["leaky_relu"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs& a) {
+    return where(gt(x, zero_like_dtype(x)), g, g * a.get_double("negative_slope"));
+  });
+  r["clamp"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs& a) {
+    Tensor inside = scalar(1.0, DType::Bool);
+    if (a.has("min")) inside = logical_and(inside, ge(x, a.get_double("min")));
+    if (a.has("max")) inside = logical_and(inside, le(x, a.get_double("max")));
+    return where(inside, g, zero_like_dtype(g));
+  });
+  r["cast"] = [](const VjpArgs& v) {
+    const Tensor& x = v.inputs[0];
+    return Grads{is_float(x.dtype()) ? cast(v.grad, x.dtype()) : Tensor()};
+  };
+  r["where"] = [](const VjpArgs& v) {
+    const Tensor &c = v.inputs[0], &a = v.inputs[1], &b = v.inputs[2];
+    Tensor zero = zero_like_dtype(v.grad);
+    return Grads{Tensor(), sum_to(where(c, v.grad, zero), a.shape()), sum_to(where(c, zero, v.grad), b.shape())};
+  };
+  auto binary = [](std::pair<Tensor, Tensor> (*d)(const Tensor& a, const Tensor& b, const Tensor& y, const Tensor& g)) {
+    return VjpFn([d](const VjpArgs& v) {
+      auto [ga, gb] = d(v.inputs[0], v.inputs[1], v.output, v.grad);
+      return Grads{sum_to(ga, v.inputs[0].shape()), sum_to(gb, v.inputs[1].shape())};
+    });
+  };
+  r["add"] = binary([](const Tensor&, const Tensor&, const Tensor&, const Tensor& g) { return std::pair{g, g}; });
+  r["sub"] = binary([](const Tensor&, const Tensor&, const Tensor&, const Tensor& g) { return std::pair{g, -g}; });
+  r["mul"] = binary([](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& g) { return std::pair{g * b, g * a}; });
+  r["div"] = binary([](const Tensor&, const Tensor& b, const Tensor& y, const Tensor& g) {
+    return std::pair{g / b, -(g * y / b)};
+  });
+  r["pow"] = binary([](const Tensor& a, const Tensor& b, const Tensor& y, const Tensor& g) {
+    // d/db is g * y * log(a), taken as 0 where a == 0 (PyTorch's convention).
+    Tensor safe_log = where(eq(a, 0.0), zero_like_dtype(y), log(a));
+    return std::pair{g * b * pow(a, b - 1.0), g * y * safe_log};
+  });
+  // Ties split the gradient evenly, as PyTorch does.
+  auto select_rule = [](bool is_max) {
+    return VjpFn([is_max](const VjpArgs& v) {
+      const Tensor &a = v.inputs[0], &b = v.inputs[1];
+      Tensor a_wins = cast(is_max ? gt(a, b) : lt(a, b), v.grad.dtype());
+      Tensor tie = cast(eq(a, b), v.grad.dtype());
+      Tensor share_a = a_wins + 0.5 * tie, share_b = (1.0 - a_wins - tie) + 0.5 * tie;
+      return Grads{sum_to(v.grad * share_a, a.shape()), sum_to(v.grad * share_b, b.shape())};
+    });
+  };
+  r["maximum"] = select_rule(true);
+  r["minimum"] = select_rule(false);
+  return r;
+}
+
+std::map<std::string, VjpFn> reduce_rules() {
+  std::map<std::string, VjpFn> r;
+  r["sum"] = [](const VjpArgs& v) { return Grads{unreduce(v.grad, v.inputs[0], v.attrs)}; };
+  r["mean"] = [](const VjpArgs& v) {
+    const Tensor& x = v.inputs[0];
+    return Grads{unreduce(v.grad, x, v.attrs) / double(reduced_count(x, reduced_axes(x, v.attrs), "mean"))};
+  };
+  // max / min: to the positions equal to the result, split evenly between ties.
+  auto extreme = [](const VjpArgs& v) {
+    const Tensor& x = v.inputs[0];
+    std::vector<int64_t> axes = reduced_axes(x, v.attrs);
+    bool keep = v.attrs.get_bool("keepdim");
+    Tensor hit = cast(eq(x, with_kept_dims(v.output, axes, keep)), x.dtype());
+    Tensor ties = sum(hit, axes, /*keepdim=*/true);
+    return Grads{hit * (with_kept_dims(v.grad, axes, keep) / ties)};
+  };
+  r["max"] = extreme;
+  r["min"] = extreme;
+  r["softmax"] = [](const VjpArgs& v) {
+    const Tensor &y = v.output, &g = v.grad;
+    int64_t axis = v.attrs.get_int("axis");
+    return Grads{y * (g - sum(g * y, {axis}, true))};
+  };
+  r["log_softmax"] = [](const VjpArgs& v) {
+    const Tensor &y = v.output, &g = v.grad;
+    int64_t axis = v.attrs.get_int("axis");
+    return Grads{g - exp(y) * sum(g, {axis}, true)};
+  };
+  // Over the trailing `dims` axes, with x̂ the normalized output and r = 1/σ:
+  //   layer_norm: dx = r * (g - mean(g) - x̂ * mean(g * x̂));  rms_norm: dx = r * (g - x̂ * mean(g * x̂)).
+  auto normalize_rule = [](bool centered) {
+    return VjpFn([centered](const VjpArgs& v) {
+      const Tensor &x = v.inputs[0], &y = v.output, &g = v.grad;
+      const int64_t k = v.attrs.get_int("dims");
+      std::vector<int64_t> axes;
+      for (int64_t i = x.rank() - k; i < x.rank(); ++i) axes.push_back(i);
+      const double eps = v.attrs.get_double("eps");
+      Tensor centered_x = centered ? x - mean(x, axes, true) : x;
+      Tensor r = rsqrt(mean(centered_x * centered_x, axes, true) + eps);
+      Tensor inner = g - y * mean(g * y, axes, true);
+      if (centered) inner = inner - mean(g, axes, true);
+      return Grads{r * inner};
+    });
+  };
+  r["layer_norm"] = normalize_rule(true);
+  r["rms_norm"] = normalize_rule(false);
+  return r;
+}
+
+// The permutation that undoes `dims`.
+std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& dims, int rank) {
+  std::vector<int64_t> inv(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inv[size_t(normalize_axis(dims[i], rank, "permute"))] = int64_t(i);
+  return inv;
+}
+
+// Moves axis `from` of x to position `to`.
+Tensor move_axis(const Tensor& x, int from, int to) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < x.rank(); ++i)
+    if (i != from) dims.push_back(i);
+  dims.insert(dims.begin() + to, from);
+  return permute(x, dims);
+}
+
+std::map<std::string, VjpFn> shape_rules() {
+  std::map<std::string, VjpFn> r;
+  r["reshape"] = [](const VjpArgs& v) { return Grads{reshape(v.grad, v.inputs[0].sizes())}; };
+  r["permute"] = [](const VjpArgs& v) {
+    return Grads{permute(v.grad, inverse_permutation(v.attrs.get_ints("dims"), v.inputs[0].rank()))};
+  };
+  r["expand"] = [](const VjpArgs& v) { return Grads{sum_to(v.grad, v.inputs[0].shape())}; };
+  // slice: the gradient lands on the picked entries; with a step, interleave zeros first.
+  r["slice"] = [](const VjpArgs& v) {
+    const Tensor& x = v.inputs[0];
+    const int axis = normalize_axis(v.attrs.get_int("axis"), x.rank(), "slice");
+    const int64_t n = x.shape()[axis].size, step = v.attrs.get_int("step");
+    const int64_t k = v.output.shape()[axis].size;
+    int64_t start = v.attrs.get_int("start");
+    if (start < 0) start += n;
+    start = std::clamp<int64_t>(start, 0, n);
+    Tensor g = v.grad;
+    if (k == 0) return Grads{expand(scalar(0.0, g.dtype()), x.sizes())};
+    if (step > 1) {  // [.., k, ..] -> [.., k, step, ..] zero-padded -> [.., k * step, ..]
+      g = unsqueeze(g, axis + 1);
+      std::vector<int64_t> pads(size_t(2 * (g.rank() - (axis + 1))), 0);
+      pads[pads.size() - 1] = step - 1;
+      g = pad(g, pads);
+      std::vector<int64_t> sizes = g.sizes();
+      sizes[size_t(axis)] *= step;
+      sizes.erase(sizes.begin() + axis + 1);
+      g = reshape(g, sizes);
+    }
+    std::vector<int64_t> pads(size_t(2 * (x.rank() - axis)), 0);
+    const int64_t covered = g.shape()[axis].size;
+    pads[pads.size() - 2] = start;
+    pads[pads.size() - 1] = n - start - covered;  // negative: crop the step padding past the end
+    return Grads{pad(g, pads)};
+  };
+  r["concat"] = [](const VjpArgs& v) {
+    const int axis = normalize_axis(v.attrs.get_int("axis"), v.output.rank(), "concat");
+    Grads out;
+    int64_t start = 0;
+    for (const Tensor& x : v.inputs) {
+      int64_t n = x.shape()[axis].size;
+      out.push_back(slice(v.grad, axis, start, start + n));
+      start += n;
+    }
+    return out;
+  };
+  // pad with the pads negated crops back, and crops become zero padding.
+  r["pad"] = [](const VjpArgs& v) {
+    std::vector<int64_t> pads = v.attrs.get_ints("pads");
+    for (int64_t& p : pads) p = -p;
+    return Grads{pad(v.grad, pads)};
+  };
+  return r;
+}
+
+std::map<std::string, VjpFn> linalg_rules() {
+  std::map<std::string, VjpFn> r;
+  r["matmul"] = [](const VjpArgs& v) {
+    const Tensor &a = v.inputs[0], &b = v.inputs[1], &g = v.grad;
+    Tensor ga = matmul(g, transpose(b, -1, -2)), gb = matmul(transpose(a, -1, -2), g);
+    return Grads{sum_to(ga, a.shape()), sum_to(gb, b.shape())};
+  };
+  return r;
+}
+
+std::map<std::string, VjpFn> index_rules() {
+  std::map<std::string, VjpFn> r;
+  // index_select: g (moved so the picked axis is last) times one_hot(index) [K, n].
+  r["index_select"] = [](const VjpArgs& v) {
+    const Tensor &x = v.inputs[0], &index = v.inputs[1], &g = v.grad;
+    const int axis = normalize_axis(v.attrs.get_int("axis"), x.rank(), "index_select");
+    const int64_t n = x.shape()[axis].size;
+    Tensor picks = cast(one_hot(index, n), g.dtype());
+    Tensor scattered = matmul(unsqueeze(move_axis(g, axis, g.rank() - 1), -2), picks);
+    return Grads{move_axis(squeeze(scattered, -2), x.rank() - 1, axis), Tensor()};
+  };
+  // gather: one_hot(index) [.., n] times g, summed over the gathered axis, then padded
+  // where the index is smaller than x in the other dims.
+  r["gather"] = [](const VjpArgs& v) {
+    const Tensor &x = v.inputs[0], &index = v.inputs[1], &g = v.grad;
+    const int axis = normalize_axis(v.attrs.get_int("axis"), x.rank(), "gather");
+    const int64_t n = x.shape()[axis].size;
+    Tensor spread = cast(one_hot(index, n), g.dtype()) * unsqueeze(g, -1);
+    Tensor summed = sum(spread, {axis}, /*keepdim=*/false);  // index dims without axis, + [n]
+    Tensor gx = move_axis(summed, summed.rank() - 1, axis);
+    std::vector<int64_t> pads;
+    for (int d = x.rank() - 1; d >= 0; --d) {
+      pads.push_back(0);
+      pads.push_back(x.shape()[d].size - gx.shape()[d].size);
+    }
+    return Grads{pad(gx, pads), Tensor()};
+  };
+  return r;
+}
+
+}  // namespace
+
+void attach_vjp_rules(std::vector<OpDef>& ops) {
+  std::map<std::string, VjpFn> rules;
+  for (auto family : {pointwise_rules, reduce_rules, shape_rules, linalg_rules, index_rules}) rules.merge(family());
+  // Piecewise constant, integer-valued or random: the gradient is zero where defined.
+  static const std::set<std::string> zero = {"floor", "ceil", "round", "argmax", "one_hot", "arange",
+                                             "uniform_like", "normal_like", "scalar"};
+  for (OpDef& d : ops) {
+    if (auto it = rules.find(d.name); it != rules.end()) d.vjp = it->second;
+    if (zero.count(d.name)) d.zero_gradient = true;
+  }
+}
+
+}  // namespace kiln
