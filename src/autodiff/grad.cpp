@@ -87,14 +87,15 @@ std::vector<Tensor> backward_through(const std::vector<TapeEntry>& entries, cons
 
 namespace {
 
-std::vector<Tensor> run_with_grads(const TensorFn& fn, const std::vector<int>& argnums,
-                                   const std::vector<Tensor>& inputs, bool with_value) {
-  std::vector<Tensor> wrt;
+// Runs fn on `inputs` with a tape and differentiates output `output_index` (seeded with
+// `output_grad`, or 1) w.r.t. the inputs in argnums: fn's outputs, then the gradients.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> run_with_grads(const TensorFn& fn, const std::vector<int>& argnums,
+                                                                   const std::vector<Tensor>& inputs, int output_index,
+                                                                   const Tensor& output_grad) {
   for (int a : argnums) {
     if (a < 0 || a >= int(inputs.size())) {
       user_error("grad: argnum ", a, " is out of range for a function of ", inputs.size(), " tensors");
     }
-    wrt.push_back(inputs[size_t(a)]);
   }
   // Fresh handles (same data, same graph value) for the differentiated inputs, so that a
   // tensor passed twice, or also captured by fn, is told apart from the argument.
@@ -110,24 +111,34 @@ std::vector<Tensor> run_with_grads(const TensorFn& fn, const std::vector<int>& a
     outputs = fn(args);
     entries = tape.entries();
   }
-  if (outputs.empty()) user_error("grad: the function returned no tensors");
-  std::vector<Tensor> grads = backward_through(entries, outputs[0], Tensor(), diff_args);
-  if (!with_value) return grads;
-  outputs.insert(outputs.end(), grads.begin(), grads.end());
-  return outputs;
+  if (int(outputs.size()) <= output_index) {
+    user_error("grad: the function returned ", outputs.size(), " tensors, so it has no output ", output_index);
+  }
+  std::vector<Tensor> grads = backward_through(entries, outputs[size_t(output_index)], output_grad, diff_args);
+  return {outputs, grads};
 }
 
 }  // namespace
 
 TensorFn grad_fn(TensorFn fn, std::vector<int> argnums) {
   return [fn = std::move(fn), argnums = std::move(argnums)](const std::vector<Tensor>& inputs) {
-    return run_with_grads(fn, argnums, inputs, false);
+    return run_with_grads(fn, argnums, inputs, 0, Tensor()).second;
   };
 }
 
 TensorFn value_and_grad_fn(TensorFn fn, std::vector<int> argnums) {
   return [fn = std::move(fn), argnums = std::move(argnums)](const std::vector<Tensor>& inputs) {
-    return run_with_grads(fn, argnums, inputs, true);
+    auto [outputs, grads] = run_with_grads(fn, argnums, inputs, 0, Tensor());
+    outputs.insert(outputs.end(), grads.begin(), grads.end());
+    return outputs;
+  };
+}
+
+TensorFn vjp_fn(TensorFn fn, int output_index, std::vector<int> argnums) {
+  return [fn = std::move(fn), output_index, argnums = std::move(argnums)](const std::vector<Tensor>& in) {
+    if (in.empty()) user_error("vjp: needs the function's inputs and the output's gradient");
+    std::vector<Tensor> inputs(in.begin(), in.end() - 1);
+    return run_with_grads(fn, argnums, inputs, output_index, in.back()).second;
   };
 }
 

@@ -30,6 +30,11 @@ std::vector<Tensor> backward_through(const std::vector<TapeEntry>& entries, cons
 TensorFn grad_fn(TensorFn fn, std::vector<int> argnums = {0});
 TensorFn value_and_grad_fn(TensorFn fn, std::vector<int> argnums = {0});
 
+// The vector-Jacobian product of output `output_index` of fn: a function of fn's inputs
+// followed by the gradient of that output, giving the gradient w.r.t. each input in
+// argnums. Compiled functions use it as their backward.
+TensorFn vjp_fn(TensorFn fn, int output_index, std::vector<int> argnums);
+
 template <class F>
 TensorFn grad(F fn, std::vector<int> argnums = {0}) {
   return grad_fn(as_tensor_fn(fn), std::move(argnums));

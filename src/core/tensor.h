@@ -30,6 +30,16 @@ struct TensorMeta {
   std::string str() const { return std::string(dtype_name(dtype)) + shape.str(); }
 };
 
+struct GradNode;  // autodiff/autograd.h: how a tensor was computed, for backward()
+struct TensorImpl;
+
+// PyTorch-style autograd state of a tensor.
+struct AutogradMeta {
+  bool requires_grad = false;
+  std::shared_ptr<GradNode> node;      // null for a leaf
+  std::shared_ptr<TensorImpl> grad;    // a leaf's accumulated gradient
+};
+
 struct TensorImpl {
   TensorMeta meta;
   // Concrete tensors:
@@ -38,6 +48,8 @@ struct TensorImpl {
   // Symbolic tensors (while tracing):
   Tracer* tracer = nullptr;
   int value = -1;
+  // Set when the tensor requires grad (a marked leaf, or computed from one).
+  std::shared_ptr<AutogradMeta> autograd;
 };
 
 class Tensor {
@@ -81,6 +93,21 @@ class Tensor {
   std::string str(int max_elements = 8) const;
 
   TensorImpl* impl() const { return impl_.get(); }
+
+  // PyTorch-style autograd (autodiff/autograd.cpp), on concrete tensors:
+  //   Tensor x = randn({5}).requires_grad();  Tensor loss = sum(f(x));  loss.backward();  x.grad();
+  // requires_grad() marks this tensor as a leaf that collects gradients and returns it.
+  Tensor requires_grad(bool on = true) const;
+  // True for a marked leaf and for anything computed from one while grad mode is on.
+  bool needs_grad() const;
+  // Accumulates d(this)/d(leaf) * grad into every leaf this depends on; grad may be left
+  // out for a one-element tensor.
+  void backward(const Tensor& grad = {}) const;
+  // A leaf's accumulated gradient (undefined before any backward()).
+  Tensor grad() const;
+  void zero_grad() const;
+  // The same data, cut from the autograd graph.
+  Tensor detach() const;
 
  private:
   void require_concrete(const char* what) const;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "autodiff/autograd.h"
 #include "autodiff/tape.h"
 #include "graph/tracer.h"
 #include "runtime/eager.h"
@@ -18,6 +19,19 @@ Tensor apply_op(const std::string& op, const std::vector<Tensor>& inputs, const 
   }
   Tensor out = tracer ? tracer->record(op, inputs, attrs) : eager_apply(def, inputs, attrs);
   Tape::record(op, inputs, attrs, out);
+  if (!tracer && !def.zero_gradient && is_float(out.dtype()) && any_needs_grad(inputs)) {
+    auto node = std::make_shared<GradNode>();
+    node->name = op;
+    node->inputs = inputs;
+    // The rule sees the output without its autograd state (no cycle through the node).
+    node->vjp = [&def, inputs, attrs, y = out.detach()](const Tensor& g) {
+      if (!def.vjp) {
+        user_error("backward: op '", def.name, "' has no VJP rule, so kiln cannot differentiate through it");
+      }
+      return def.vjp(VjpArgs{inputs, y, g, attrs});
+    };
+    attach_grad_node(out, std::move(node));
+  }
   return out;
 }
 

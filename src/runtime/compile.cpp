@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "autodiff/autograd.h"
+#include "autodiff/grad.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "graph/interpreter.h"
@@ -167,7 +169,56 @@ const Graph& CompiledImpl::last_graph() const {
   return entries_.back()->graph;
 }
 
+std::shared_ptr<CompiledImpl> CompiledImpl::backward_for(int output_index, const std::vector<int>& argnums) {
+  auto& slot = backwards_[{output_index, argnums}];
+  if (!slot) {
+    CompileOptions o = options_;
+    o.name = options_.name + "_backward" + (output_index ? std::to_string(output_index) : "");
+    o.input_names.clear();
+    slot = std::make_shared<CompiledImpl>(vjp_fn(fn_, output_index, argnums), o);
+  }
+  return slot;
+}
+
+std::vector<Tensor> CompiledImpl::call_with_autograd(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> plain;
+  std::vector<int> argnums;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    plain.push_back(inputs[i].detach());
+    if (inputs[i].needs_grad()) argnums.push_back(int(i));
+  }
+  std::vector<Tensor> outputs;
+  {
+    NoGradGuard no_grad;
+    outputs = call(plain);
+  }
+  auto self = shared_from_this();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!is_float(outputs[k].dtype())) continue;
+    auto node = std::make_shared<GradNode>();
+    node->name = "compiled " + options_.name;
+    node->inputs = inputs;
+    node->vjp = [self, k, argnums, plain](const Tensor& g) {
+      std::vector<Tensor> args = plain;
+      args.push_back(g);
+      std::shared_ptr<CompiledImpl> backward = self->backward_for(int(k), argnums);
+      const int compiled_before = backward->num_compilations();
+      std::vector<Tensor> grads = backward->call(args);
+      if (backward->num_compilations() != compiled_before) {
+        log("aot", self->options_.name + ": backward of output " + std::to_string(k) +
+                       " (forward recomputed inside it)\n" + backward->last_graph().str());
+      }
+      std::vector<Tensor> out(plain.size());
+      for (size_t j = 0; j < argnums.size(); ++j) out[size_t(argnums[j])] = grads[j];
+      return out;
+    };
+    attach_grad_node(outputs[k], std::move(node));
+  }
+  return outputs;
+}
+
 std::vector<Tensor> CompiledImpl::call(const std::vector<Tensor>& inputs) {
+  if (any_needs_grad(inputs)) return call_with_autograd(inputs);
   check_concrete_inputs(inputs, options_);
   for (const auto& e : entries_) {
     if (!guard_failure(e->guards, inputs)) return e->fn(inputs);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -59,7 +60,7 @@ Graph trace(const TracedFn& fn, const std::vector<Tensor>& example_inputs,
 
 namespace detail {
 
-class CompiledImpl {
+class CompiledImpl : public std::enable_shared_from_this<CompiledImpl> {
  public:
   CompiledImpl(TracedFn fn, CompileOptions options);
   std::vector<Tensor> call(const std::vector<Tensor>& inputs);
@@ -68,6 +69,11 @@ class CompiledImpl {
 
  private:
   struct Entry;
+  // Inputs that need grad: run the forward without autograd, then give each
+  // floating-point output a GradNode whose VJP is a compiled backward function.
+  std::vector<Tensor> call_with_autograd(const std::vector<Tensor>& inputs);
+  std::shared_ptr<CompiledImpl> backward_for(int output_index, const std::vector<int>& argnums);
+  std::map<std::pair<int, std::vector<int>>, std::shared_ptr<CompiledImpl>> backwards_;
   TracedFn fn_;
   CompileOptions options_;
   std::vector<std::shared_ptr<Entry>> entries_;

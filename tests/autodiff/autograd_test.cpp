@@ -1,0 +1,96 @@
+// PyTorch-style requires_grad / backward / grad, eager and through compiled functions.
+#include <cmath>
+
+#include "ops/op_test_util.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+Tensor seed_fn(const Tensor& x) { return exp(sin(x)) + log(abs(cos(x))); }
+Tensor seed_derivative(const Tensor& x) { return cos(x) * exp(sin(x)) - tan(x); }
+
+TEST(Autograd, SeedLineForLineEager) {
+  Tensor x = randn({5}, 3).requires_grad();
+  Tensor out = seed_fn(x);
+  EXPECT_TRUE(out.needs_grad());
+  Tensor loss = sum(out);
+  loss.backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_TRUE(allclose(x.grad(), seed_derivative(x.detach()), 1e-5, 1e-5)) << x.grad().str();
+}
+
+TEST(Autograd, SeedThroughACompiledFunction) {
+  auto compiled = compile(seed_fn);
+  Tensor x = randn({5}, 4).requires_grad();
+  Tensor out = compiled(x);
+  EXPECT_TRUE(out.needs_grad());
+  Tensor loss = sum(out);
+  loss.backward();
+  EXPECT_TRUE(allclose(x.grad(), seed_derivative(x.detach()), 1e-5, 1e-5)) << x.grad().str();
+  // A second call reuses the forward and backward compilations.
+  x.zero_grad();
+  sum(compiled(x)).backward();
+  EXPECT_TRUE(allclose(x.grad(), seed_derivative(x.detach()), 1e-5, 1e-5));
+  EXPECT_EQ(compiled.num_compilations(), 1);
+  // Without inputs that need grad, the output needs none.
+  EXPECT_FALSE(compiled(x.detach()).needs_grad());
+}
+
+TEST(Autograd, AccumulatesZeroGradAndLeavesOthersAlone) {
+  Tensor w = rand({3}, 1).requires_grad(), b = rand({3}, 2);  // b does not require grad
+  auto step = [&] { sum(w * w * b + w).backward(); };
+  step();
+  Tensor once = w.grad().clone();
+  EXPECT_TRUE(allclose(once, 2.0 * w.detach() * b + 1.0, 1e-6, 1e-6));
+  step();
+  EXPECT_TRUE(allclose(w.grad(), 2.0 * once, 1e-6, 1e-6)) << "two backward calls accumulate";
+  w.zero_grad();
+  EXPECT_FALSE(w.grad().defined());
+  EXPECT_FALSE(b.grad().defined());
+  EXPECT_FALSE(b.needs_grad());
+  // A gradient flowing into a non-scalar output.
+  Tensor y = w * 3.0;
+  y.backward(from_vector(std::vector<float>{1, 2, 3}, {3}));
+  EXPECT_TRUE(allclose(w.grad(), from_vector(std::vector<float>{3, 6, 9}, {3}), 0, 0));
+}
+
+TEST(Autograd, CompiledMlpGradientsMatchEager) {
+  Tensor x = rand({8, 6}, 1, -1, 1);
+  Tensor w1 = rand({5, 6}, 2, -0.5, 0.5).requires_grad(), w2 = rand({3, 5}, 3, -0.5, 0.5).requires_grad();
+  Tensor target = from_vector(std::vector<int64_t>{0, 2, 1, 1, 0, 2, 2, 1}, {8});
+  auto loss_fn = [target](const Tensor& in, const Tensor& a, const Tensor& b) {
+    return cross_entropy(linear(gelu(linear(in, a)), b), target);
+  };
+  loss_fn(x, w1, w2).backward();
+  Tensor g1 = w1.grad().clone(), g2 = w2.grad().clone();
+  w1.zero_grad();
+  w2.zero_grad();
+  compile(loss_fn)(x, w1, w2).backward();
+  EXPECT_TRUE(allclose(w1.grad(), g1, 1e-5, 1e-6)) << max_abs_diff(w1.grad(), g1);
+  EXPECT_TRUE(allclose(w2.grad(), g2, 1e-5, 1e-6)) << max_abs_diff(w2.grad(), g2);
+  // And both match the functional kiln::grad.
+  std::vector<Tensor> fg = grad(loss_fn, {1, 2})({x, w1.detach(), w2.detach()});
+  EXPECT_TRUE(allclose(fg[0], g1, 1e-5, 1e-6));
+}
+
+TEST(Autograd, ErrorsSayWhatIsWrong) {
+  Tensor x = rand({3}).requires_grad();
+  EXPECT_THROW((x * 2.0).backward(), Error);                      // not one element, no gradient given
+  EXPECT_THROW(rand({3}).backward(), Error);                      // does not require grad
+  EXPECT_THROW(arange(3, DType::I32).requires_grad(), Error);     // integer tensor
+  EXPECT_THROW((x * 2.0).backward(rand({4})), Error);             // gradient of the wrong shape
+  EXPECT_THROW((x * 2.0).requires_grad(), Error);                 // not a leaf
+  try {
+    sum(prod(x, {0})).backward();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("prod"), std::string::npos) << e.what();
+  }
+  // Comparisons and argmax give values that need no grad.
+  EXPECT_FALSE(gt(x, 0.5).needs_grad());
+  EXPECT_FALSE(cast(argmax(x, 0), DType::F32).needs_grad());
+}
+
+}  // namespace
