@@ -29,22 +29,33 @@ std::vector<Tensor> backward_through(const std::vector<TapeEntry>& entries, cons
   if (!is_float(output.dtype())) {
     user_error("grad: the output ", output.meta().str(), " is not floating point, so it has no gradient");
   }
+  return backward_through_outputs(entries, {output}, {output_grad}, wrt);
+}
+
+std::vector<Tensor> backward_through_outputs(const std::vector<TapeEntry>& entries, const std::vector<Tensor>& outputs,
+                                             const std::vector<Tensor>& output_grads, const std::vector<Tensor>& wrt) {
   for (size_t i = 0; i < wrt.size(); ++i) {
     if (!is_float(wrt[i].dtype())) {
       user_error("grad: input ", i, " is ", wrt[i].meta().str(), "; gradients exist only for floating-point inputs");
     }
   }
-  Tensor seed = output_grad;
-  if (!seed.defined()) {
-    if (!output.shape().is_static() || output.numel() != 1) {
-      user_error("grad: the output ", output.meta().str(),
-                 " is not a single element; pass the gradient of the output (backward(grad)) or reduce it first");
+  std::map<Key, Tensor> grads;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor &output = outputs[k], &output_grad = output_grads[k];
+    if (!is_float(output.dtype())) continue;  // integer outputs carry no gradient
+    Tensor seed = output_grad;
+    if (!seed.defined()) {
+      if (!output.shape().is_static() || output.numel() != 1) {
+        user_error("grad: the output ", output.meta().str(),
+                   " is not a single element; pass the gradient of the output (backward(grad)) or reduce it first");
+      }
+      seed = scalar(1.0, output.dtype());
+      if (output.rank() > 0) seed = expand(seed, output.sizes());
+    } else if (output_grad.shape() != output.shape()) {
+      user_error("grad: the gradient of the output is ", output_grad.meta().str(), " but the output is ",
+                 output.meta().str());
     }
-    seed = scalar(1.0, output.dtype());
-    if (output.rank() > 0) seed = expand(seed, output.sizes());
-  } else if (output_grad.shape() != output.shape()) {
-    user_error("grad: the gradient of the output is ", output_grad.meta().str(), " but the output is ",
-               output.meta().str());
+    add_grad(grads, output, seed);
   }
   // Forward sweep: which values depend on a differentiated input.
   std::set<Key> needs;
@@ -56,9 +67,7 @@ std::vector<Tensor> backward_through(const std::vector<TapeEntry>& entries, cons
     for (const Tensor& in : e.inputs) active[i] = active[i] || needs.count(in.impl());
     if (active[i]) needs.insert(e.output.impl());
   }
-  // Reverse sweep over the active entries, from the output back.
-  std::map<Key, Tensor> grads;
-  grads.emplace(output.impl(), seed);
+  // Reverse sweep over the active entries, from the outputs back.
   for (size_t i = entries.size(); i-- > 0;) {
     if (!active[i]) continue;
     const TapeEntry& e = entries[i];

@@ -27,6 +27,10 @@ std::vector<Tensor> backward_through(const std::vector<TapeEntry>& entries, cons
 // fn's first output must hold one floating-point element (a loss). grad(fn, argnums)
 // returns a function of fn's inputs giving the gradient w.r.t. each input in argnums;
 // value_and_grad's gives fn's outputs followed by those gradients.
+// The same for several outputs at once, each with its gradient (undefined: 1).
+std::vector<Tensor> backward_through_outputs(const std::vector<TapeEntry>& entries, const std::vector<Tensor>& outputs,
+                                             const std::vector<Tensor>& output_grads, const std::vector<Tensor>& wrt);
+
 TensorFn grad_fn(TensorFn fn, std::vector<int> argnums = {0});
 TensorFn value_and_grad_fn(TensorFn fn, std::vector<int> argnums = {0});
 

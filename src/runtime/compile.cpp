@@ -7,6 +7,7 @@
 
 #include "autodiff/autograd.h"
 #include "autodiff/grad.h"
+#include "autodiff/partition.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "graph/interpreter.h"
@@ -169,47 +170,62 @@ const Graph& CompiledImpl::last_graph() const {
   return entries_.back()->graph;
 }
 
-std::shared_ptr<CompiledImpl> CompiledImpl::backward_for(int output_index, const std::vector<int>& argnums) {
-  auto& slot = backwards_[{output_index, argnums}];
-  if (!slot) {
-    CompileOptions o = options_;
-    o.name = options_.name + "_backward" + (output_index ? std::to_string(output_index) : "");
-    o.input_names.clear();
-    slot = std::make_shared<CompiledImpl>(vjp_fn(fn_, output_index, argnums), o);
-  }
-  return slot;
-}
+struct CompiledImpl::AutogradEntry {
+  std::vector<TensorMeta> guards;
+  std::vector<int> argnums;
+  int num_outputs = 0;
+  std::vector<TensorMeta> output_metas;
+  CompiledGraphFn forward, backward;
+};
 
 std::vector<Tensor> CompiledImpl::call_with_autograd(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> plain;
+  std::vector<TensorMeta> metas;
   std::vector<int> argnums;
   for (size_t i = 0; i < inputs.size(); ++i) {
     plain.push_back(inputs[i].detach());
+    metas.push_back(plain.back().meta());
     if (inputs[i].needs_grad()) argnums.push_back(int(i));
   }
-  std::vector<Tensor> outputs;
-  {
-    NoGradGuard no_grad;
-    outputs = call(plain);
+  NoGradGuard no_grad;
+  std::shared_ptr<AutogradEntry> entry;
+  for (const auto& e : autograd_entries_)
+    if (e->guards == metas && e->argnums == argnums) entry = e;
+  if (!entry) {
+    entry = std::make_shared<AutogradEntry>();
+    entry->guards = metas;
+    entry->argnums = argnums;
+    Graph joint = joint_graph(fn_, plain, argnums);
+    entry->num_outputs = int(joint.outputs().size() - argnums.size());
+    Partition p = min_cut_partition(joint, int(plain.size()), entry->num_outputs);
+    log("aot", options_.name + ": joint graph\n" + joint.str() + "\n" + options_.name + ": partition, " + p.str());
+    Backend backend = options_.backend ? options_.backend : halide_backend(options_.target);
+    entry->forward = backend(p.forward, plain);
+    std::vector<Tensor> backward_examples;
+    for (const Node& n : p.backward.nodes())
+      if (n.is_placeholder()) backward_examples.push_back(full(n.meta.shape, 0.0, n.meta.dtype));
+    entry->backward = backend(p.backward, backward_examples);
+    for (int i = 0; i < entry->num_outputs; ++i) entry->output_metas.push_back(joint.node(joint.outputs()[size_t(i)]).meta);
+    autograd_entries_.push_back(entry);
   }
-  auto self = shared_from_this();
-  for (size_t k = 0; k < outputs.size(); ++k) {
+  std::vector<Tensor> results = entry->forward(plain);
+  const size_t m = size_t(entry->num_outputs);
+  std::vector<Tensor> outputs(results.begin(), results.begin() + long(m));
+  std::vector<Tensor> saved(results.begin() + long(m), results.end());
+  for (size_t k = 0; k < m; ++k) {
     if (!is_float(outputs[k].dtype())) continue;
     auto node = std::make_shared<GradNode>();
     node->name = "compiled " + options_.name;
     node->inputs = inputs;
-    node->vjp = [self, k, argnums, plain](const Tensor& g) {
-      std::vector<Tensor> args = plain;
-      args.push_back(g);
-      std::shared_ptr<CompiledImpl> backward = self->backward_for(int(k), argnums);
-      const int compiled_before = backward->num_compilations();
-      std::vector<Tensor> grads = backward->call(args);
-      if (backward->num_compilations() != compiled_before) {
-        log("aot", self->options_.name + ": backward of output " + std::to_string(k) +
-                       " (forward recomputed inside it)\n" + backward->last_graph().str());
+    node->vjp = [entry, saved, k, n = plain.size()](const Tensor& g) {
+      std::vector<Tensor> args = saved;
+      for (size_t j = 0; j < entry->output_metas.size(); ++j) {
+        const TensorMeta& om = entry->output_metas[j];
+        args.push_back(j == k ? g : full(om.shape, 0.0, om.dtype));
       }
-      std::vector<Tensor> out(plain.size());
-      for (size_t j = 0; j < argnums.size(); ++j) out[size_t(argnums[j])] = grads[j];
+      std::vector<Tensor> grads = entry->backward(args);
+      std::vector<Tensor> out(n);
+      for (size_t j = 0; j < entry->argnums.size(); ++j) out[size_t(entry->argnums[j])] = grads[j];
       return out;
     };
     attach_grad_node(outputs[k], std::move(node));

@@ -64,16 +64,17 @@ class CompiledImpl : public std::enable_shared_from_this<CompiledImpl> {
  public:
   CompiledImpl(TracedFn fn, CompileOptions options);
   std::vector<Tensor> call(const std::vector<Tensor>& inputs);
-  int num_compilations() const { return int(entries_.size()); }
+  int num_compilations() const { return int(entries_.size() + autograd_entries_.size()); }
   const Graph& last_graph() const;
 
  private:
   struct Entry;
-  // Inputs that need grad: run the forward without autograd, then give each
-  // floating-point output a GradNode whose VJP is a compiled backward function.
+  // Inputs that need grad: the joint forward+backward graph is partitioned (min cut on
+  // bytes) into a forward that also returns the saved values and a backward; each
+  // floating-point output gets a GradNode that runs the compiled backward.
+  struct AutogradEntry;
   std::vector<Tensor> call_with_autograd(const std::vector<Tensor>& inputs);
-  std::shared_ptr<CompiledImpl> backward_for(int output_index, const std::vector<int>& argnums);
-  std::map<std::pair<int, std::vector<int>>, std::shared_ptr<CompiledImpl>> backwards_;
+  std::vector<std::shared_ptr<AutogradEntry>> autograd_entries_;
   TracedFn fn_;
   CompileOptions options_;
   std::vector<std::shared_ptr<Entry>> entries_;
