@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "autodiff/halide_adjoint.h"
 #include "core/log.h"
 #include "ops/api.h"
 
@@ -75,12 +76,13 @@ std::vector<Tensor> backward_through_outputs(const std::vector<TapeEntry>& entri
     if (it == grads.end()) continue;  // does not reach the output
     const OpDef& def = get_op(e.op);
     if (def.zero_gradient) continue;
-    if (!def.vjp) {
+    VjpFn vjp = effective_vjp(def);
+    if (!vjp) {
       user_error("grad: op '", e.op, "' has no VJP rule, so kiln cannot differentiate through it; ",
                  "write the computation with differentiable ops, or give the op a vjp (OpDef::vjp)");
     }
     Tensor g = it->second;
-    std::vector<Tensor> in_grads = def.vjp(VjpArgs{e.inputs, e.output, g, e.attrs});
+    std::vector<Tensor> in_grads = vjp(VjpArgs{e.inputs, e.output, g, e.attrs});
     for (size_t k = 0; k < e.inputs.size() && k < in_grads.size(); ++k) {
       if (in_grads[k].defined() && needs.count(e.inputs[k].impl())) add_grad(grads, e.inputs[k], in_grads[k]);
     }

@@ -93,6 +93,7 @@ void schedule_output(Func f, const Halide::Target& target) {
 void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) {
   Func acc = stage.func;
   acc.compute_root();
+  if (stage.serial) return;
   std::vector<Var> v = pure_vars(acc);
   if (target.has_gpu_feature()) {
     schedule_gpu_loops(acc, v);

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "autodiff/autograd.h"
+#include "autodiff/halide_adjoint.h"
 #include "autodiff/tape.h"
 #include "graph/tracer.h"
 #include "runtime/eager.h"
@@ -25,10 +26,11 @@ Tensor apply_op(const std::string& op, const std::vector<Tensor>& inputs, const 
     node->inputs = inputs;
     // The rule sees the output without its autograd state (no cycle through the node).
     node->vjp = [&def, inputs, attrs, y = out.detach()](const Tensor& g) {
-      if (!def.vjp) {
+      VjpFn vjp = effective_vjp(def);
+      if (!vjp) {
         user_error("backward: op '", def.name, "' has no VJP rule, so kiln cannot differentiate through it");
       }
-      return def.vjp(VjpArgs{inputs, y, g, attrs});
+      return vjp(VjpArgs{inputs, y, g, attrs});
     };
     attach_grad_node(out, std::move(node));
   }

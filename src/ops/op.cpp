@@ -99,7 +99,7 @@ class Registry {
  private:
   Registry() {
     std::vector<OpDef> all;
-    for (auto* family : {&pointwise_ops, &reduce_ops, &shape_ops, &linalg_ops, &conv_ops, &index_ops, &random_ops})
+    for (auto* family : {&pointwise_ops, &reduce_ops, &shape_ops, &linalg_ops, &conv_ops, &index_ops, &random_ops, &adjoint_ops})
       for (OpDef& d : family()) all.push_back(std::move(d));
     attach_vjp_rules(all);
     for (OpDef& d : all) add(std::move(d));
@@ -109,7 +109,10 @@ class Registry {
 };
 }  // namespace
 
-void register_op(OpDef def) { Registry::get().add(std::move(def)); }
+void register_op(OpDef def) {
+  def.user_defined = true;
+  Registry::get().add(std::move(def));
+}
 bool has_op(const std::string& name) { return Registry::get().find(name) != nullptr; }
 std::vector<std::string> op_names() { return Registry::get().names(); }
 

@@ -32,6 +32,10 @@ class Attrs {
     values_[name] = std::move(v);
     return *this;
   }
+  Attrs& erase(const std::string& name) {
+    values_.erase(name);
+    return *this;
+  }
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   int64_t get_int(const std::string& name) const;
   double get_double(const std::string& name) const;
@@ -63,6 +67,9 @@ struct StageInfo {
   // The update reads its inputs contiguously along the output's innermost dim (matmul's
   // columns), so that dim goes innermost and vectorized, outside the reduction loops.
   bool pure_innermost = false;
+  // Computed at root and left serial (scatter updates, such as Halide's adjoints, must
+  // not be parallelized).
+  bool serial = false;
 };
 
 // What an algorithm sees besides its input Funcs.
@@ -110,6 +117,9 @@ struct OpDef {
   // random fills, ...), or differentiating through it is an error.
   VjpFn vjp;
   bool zero_gradient = false;
+  // Set by register_op: a user-defined op without a vjp is differentiated through its
+  // Halide algorithm with Halide's propagate_adjoints (autodiff/halide_adjoint.cpp).
+  bool user_defined = false;
 };
 
 // The registry of every op kiln knows.
@@ -169,6 +179,7 @@ std::vector<OpDef> linalg_ops();     // ops/linalg.cpp: matmul
 std::vector<OpDef> conv_ops();       // ops/conv.cpp: conv2d, pooling
 std::vector<OpDef> index_ops();      // ops/index.cpp: gather, index_select, one_hot, arange
 std::vector<OpDef> random_ops();     // ops/random.cpp: seeded uniform and normal fills
+std::vector<OpDef> adjoint_ops();    // autodiff/halide_adjoint.cpp: Halide-derived gradients
 // The VJP rules of the built-in ops (ops/vjp.cpp), attached to them by the registry.
 void attach_vjp_rules(std::vector<OpDef>& ops);
 

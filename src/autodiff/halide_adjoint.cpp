@@ -1,0 +1,129 @@
+#include "autodiff/halide_adjoint.h"
+
+#include "core/error.h"
+#include "ops/api.h"
+
+namespace kiln {
+
+namespace {
+
+const char* kOf = "adjoint_of";
+const char* kInput = "adjoint_input";
+
+Attrs forward_attrs(const Attrs& a) {
+  Attrs f = a;
+  f.erase(kOf);
+  f.erase(kInput);
+  return f;
+}
+
+// in: the op's inputs, then the gradient of its output.
+Halide::Func adjoint_algorithm(const std::vector<Halide::Func>& in, const OpCall& c) {
+  const OpDef& def = get_op(c.attrs.get_string(kOf));
+  const size_t n = in.size() - 1, i = size_t(c.attrs.get_int(kInput));
+  Attrs attrs = forward_attrs(c.attrs);
+  std::vector<TensorMeta> metas(c.inputs.begin(), c.inputs.begin() + long(n));
+  const TensorMeta& out_meta = c.inputs[n];
+  // Each input behind a wrapper of its own, so the adjoint stops there.
+  std::vector<Halide::Func> wrapped;
+  for (size_t k = 0; k < n; ++k) {
+    auto v = algo::vars(metas[k].shape.rank());
+    Halide::Func w("adjoint_in" + std::to_string(k));
+    w(v) = algo::to_compute(in[k](v), metas[k].dtype);
+    wrapped.push_back(w);
+  }
+  std::vector<StageInfo> forward_stages;
+  OpCall fc{metas, out_meta, attrs, c.extent, &forward_stages};
+  Halide::Func out = def.algorithm(wrapped, fc);
+  Halide::Region bounds;
+  for (int j = 0; j < out_meta.shape.rank(); ++j) {
+    bounds.push_back(Halide::Range(0, c.extent(out_meta.shape[out_meta.shape.rank() - 1 - j])));
+  }
+  auto gv = algo::vars(out_meta.shape.rank());
+  Halide::Func grad_in("adjoint_grad_in");
+  grad_in(gv) = Halide::cast(out.type(), algo::to_compute(in[n](gv), out_meta.dtype));
+  // Zero outside the output: Halide may turn scatters into gathers that read past it.
+  Halide::Func grad = Halide::BoundaryConditions::constant_exterior(grad_in, Halide::cast(out.type(), 0), bounds);
+  Halide::Derivative d = Halide::propagate_adjoints(out, grad, bounds);
+  Halide::Func adj = d(wrapped[i]);
+  for (StageInfo s : forward_stages) {
+    s.serial = true;
+    c.stages->push_back(s);
+  }
+  c.stages->push_back({adj, false, /*serial=*/true});
+  auto v = algo::vars(c.output.shape.rank());
+  Halide::Func result("halide_adjoint");
+  result(v) = algo::to_storage(Halide::cast(algo::halide_type(compute_dtype(c.output.dtype)), adj(v)), c.output.dtype);
+  return result;
+}
+
+// Central differences of the op's f64 reference: an independent check of Halide's adjoint.
+Tensor adjoint_reference(const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+  const OpDef& def = get_op(a.get_string(kOf));
+  const size_t n = in.size() - 1, i = size_t(a.get_int(kInput));
+  Attrs attrs = forward_attrs(a);
+  std::vector<Tensor> args;
+  std::vector<TensorMeta> metas;
+  for (size_t k = 0; k < n; ++k) {
+    args.push_back(cast(in[k].to_host(), DType::F64));
+    metas.push_back(args.back().meta());
+  }
+  TensorMeta fmeta = infer_op(def, metas, attrs);
+  std::vector<double> x = args[i].to_doubles(), g = in[n].to_host().to_doubles(), result(x.size());
+  for (size_t j = 0; j < x.size(); ++j) {
+    const double h = 1e-6 * std::max(1.0, std::abs(x[j]));
+    double sides[2];
+    for (int s = 0; s < 2; ++s) {
+      std::vector<double> xs = x;
+      xs[j] += s == 0 ? h : -h;
+      std::vector<Tensor> moved = args;
+      moved[i] = from_vector(xs, args[i].shape(), DType::F64);
+      std::vector<double> y = def.reference(moved, attrs, fmeta).to_doubles();
+      double dot = 0;
+      for (size_t o = 0; o < y.size(); ++o) dot += g[o] * y[o];
+      sides[s] = dot;
+    }
+    result[j] = (sides[0] - sides[1]) / (2 * h);
+  }
+  return from_vector(result, out.shape, out.dtype);
+}
+
+}  // namespace
+
+std::vector<OpDef> adjoint_ops() {
+  OpDef d;
+  d.name = "halide_adjoint";
+  d.kind = OpKind::Reduction;
+  d.arity = -1;
+  d.infer = [](const std::vector<TensorMeta>& in, const Attrs& a) {
+    const size_t i = size_t(a.get_int(kInput));
+    if (in.size() < 2 || i + 1 >= in.size()) user_error("halide_adjoint: needs the op's inputs and the output gradient");
+    return in[i];
+  };
+  d.algorithm = adjoint_algorithm;
+  d.reference = adjoint_reference;
+  d.eager_generic = false;
+  return {d};
+}
+
+VjpFn effective_vjp(const OpDef& def) {
+  if (def.vjp || !def.user_defined || !def.algorithm) return def.vjp;
+  const std::string name = def.name;
+  return [name](const VjpArgs& v) {
+    std::vector<Tensor> ins = v.inputs;
+    ins.push_back(v.grad);
+    std::vector<Tensor> grads;
+    for (size_t i = 0; i < v.inputs.size(); ++i) {
+      if (!is_float(v.inputs[i].dtype())) {
+        grads.emplace_back();
+        continue;
+      }
+      Attrs a = v.attrs;
+      a.set(kOf, name).set(kInput, int64_t(i));
+      grads.push_back(apply_op("halide_adjoint", ins, a));
+    }
+    return grads;
+  };
+}
+
+}  // namespace kiln
