@@ -96,13 +96,9 @@ std::vector<Tensor> backward_through_outputs(const std::vector<TapeEntry>& entri
   return out;
 }
 
-namespace {
-
-// Runs fn on `inputs` with a tape and differentiates output `output_index` (seeded with
-// `output_grad`, or 1) w.r.t. the inputs in argnums: fn's outputs, then the gradients.
-std::pair<std::vector<Tensor>, std::vector<Tensor>> run_with_grads(const TensorFn& fn, const std::vector<int>& argnums,
-                                                                   const std::vector<Tensor>& inputs, int output_index,
-                                                                   const Tensor& output_grad) {
+std::pair<std::vector<Tensor>, std::vector<Tensor>> differentiate(const TensorFn& fn, const std::vector<int>& argnums,
+                                                                  const std::vector<Tensor>& inputs,
+                                                                  const SeedFn& seeds) {
   for (int a : argnums) {
     if (a < 0 || a >= int(inputs.size())) {
       user_error("grad: argnum ", a, " is out of range for a function of ", inputs.size(), " tensors");
@@ -122,11 +118,27 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> run_with_grads(const TensorF
     outputs = fn(args);
     entries = tape.entries();
   }
-  if (int(outputs.size()) <= output_index) {
-    user_error("grad: the function returned ", outputs.size(), " tensors, so it has no output ", output_index);
-  }
-  std::vector<Tensor> grads = backward_through(entries, outputs[size_t(output_index)], output_grad, diff_args);
-  return {outputs, grads};
+  auto [roots, root_grads] = seeds(outputs);
+  return {outputs, backward_through_outputs(entries, roots, root_grads, diff_args)};
+}
+
+namespace {
+
+// Runs fn on `inputs` with a tape and differentiates output `output_index` (seeded with
+// `output_grad`, or 1) w.r.t. the inputs in argnums: fn's outputs, then the gradients.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> run_with_grads(const TensorFn& fn, const std::vector<int>& argnums,
+                                                                   const std::vector<Tensor>& inputs, int output_index,
+                                                                   const Tensor& output_grad) {
+  return differentiate(fn, argnums, inputs, [&](const std::vector<Tensor>& outputs) {
+    if (int(outputs.size()) <= output_index) {
+      user_error("grad: the function returned ", outputs.size(), " tensors, so it has no output ", output_index);
+    }
+    if (!is_float(outputs[size_t(output_index)].dtype())) {
+      user_error("grad: the output ", outputs[size_t(output_index)].meta().str(),
+                 " is not floating point, so it has no gradient");
+    }
+    return std::pair{std::vector<Tensor>{outputs[size_t(output_index)]}, std::vector<Tensor>{output_grad}};
+  });
 }
 
 }  // namespace

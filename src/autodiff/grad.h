@@ -31,6 +31,13 @@ std::vector<Tensor> backward_through(const std::vector<TapeEntry>& entries, cons
 std::vector<Tensor> backward_through_outputs(const std::vector<TapeEntry>& entries, const std::vector<Tensor>& outputs,
                                              const std::vector<Tensor>& output_grads, const std::vector<Tensor>& wrt);
 
+// Runs fn on `inputs` recording a tape, then differentiates w.r.t. the inputs in argnums:
+// `seeds` picks, from fn's outputs, the values to start from and their gradients.
+// Returns fn's outputs and the gradients.
+using SeedFn = std::function<std::pair<std::vector<Tensor>, std::vector<Tensor>>(const std::vector<Tensor>& outputs)>;
+std::pair<std::vector<Tensor>, std::vector<Tensor>> differentiate(const TensorFn& fn, const std::vector<int>& argnums,
+                                                                  const std::vector<Tensor>& inputs, const SeedFn& seeds);
+
 TensorFn grad_fn(TensorFn fn, std::vector<int> argnums = {0});
 TensorFn value_and_grad_fn(TensorFn fn, std::vector<int> argnums = {0});
 

@@ -107,7 +107,7 @@ std::vector<OpDef> adjoint_ops() {
 }
 
 VjpFn effective_vjp(const OpDef& def) {
-  if (def.vjp || !def.user_defined || !def.algorithm) return def.vjp;
+  if (def.vjp || !def.halide_adjoint_fallback || !def.algorithm) return def.vjp;
   const std::string name = def.name;
   return [name](const VjpArgs& v) {
     std::vector<Tensor> ins = v.inputs;

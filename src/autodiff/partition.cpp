@@ -23,20 +23,10 @@ Graph joint_graph(const TensorFn& fn, const std::vector<Tensor>& example_inputs,
   const size_t n = example_inputs.size(), m = forward_only.outputs().size();
   TensorFn joint = [fn, argnums, n, m](const std::vector<Tensor>& in) {
     std::vector<Tensor> primals(in.begin(), in.begin() + long(n)), out_grads(in.begin() + long(n), in.end());
-    std::vector<Tensor> args = primals, wrt;
-    for (int a : argnums) {
-      args[size_t(a)] = Tensor(std::make_shared<TensorImpl>(*primals[size_t(a)].impl()));
-      wrt.push_back(args[size_t(a)]);
-    }
-    std::vector<Tensor> outputs;
-    std::vector<TapeEntry> entries;
-    {
-      Tape tape;
-      outputs = fn(args);
-      entries = tape.entries();
-    }
-    if (outputs.size() != m) user_error("autograd: the function's number of outputs changed between traces");
-    std::vector<Tensor> grads = backward_through_outputs(entries, outputs, out_grads, wrt);
+    auto [outputs, grads] = differentiate(fn, argnums, primals, [&](const std::vector<Tensor>& outs) {
+      if (outs.size() != m) user_error("autograd: the function's number of outputs changed between traces");
+      return std::pair{outs, out_grads};
+    });
     outputs.insert(outputs.end(), grads.begin(), grads.end());
     return outputs;
   };

@@ -186,26 +186,15 @@ Tensor arange_reference(const std::vector<Tensor>&, const Attrs& a, const Tensor
   return from_vector(o, out.shape, out.dtype);
 }
 
-OpDef make_op(const char* name, OpKind kind, int arity, InferFn infer, AlgorithmFn algorithm, ReferenceFn reference) {
-  OpDef d;
-  d.name = name;
-  d.kind = kind;
-  d.arity = arity;
-  d.infer = std::move(infer);
-  d.algorithm = std::move(algorithm);
-  d.reference = std::move(reference);
-  return d;
-}
-
 }  // namespace
 
 std::vector<OpDef> index_ops() {
   return {
-      make_op("gather", OpKind::Injective, 2, infer_gather, gather_algorithm, gather_reference),
-      make_op("index_select", OpKind::Injective, 2, infer_index_select, index_select_algorithm,
+      make_op_def("gather", OpKind::Injective, 2, infer_gather, gather_algorithm, gather_reference),
+      make_op_def("index_select", OpKind::Injective, 2, infer_index_select, index_select_algorithm,
               index_select_reference),
-      make_op("one_hot", OpKind::Injective, 1, infer_one_hot, one_hot_algorithm, one_hot_reference),
-      make_op("arange", OpKind::Source, 0, infer_arange, arange_algorithm, arange_reference),
+      make_op_def("one_hot", OpKind::Injective, 1, infer_one_hot, one_hot_algorithm, one_hot_reference),
+      make_op_def("arange", OpKind::Source, 0, infer_arange, arange_algorithm, arange_reference),
   };
 }
 

@@ -109,8 +109,20 @@ class Registry {
 };
 }  // namespace
 
+OpDef make_op_def(std::string name, OpKind kind, int arity, InferFn infer, AlgorithmFn algorithm,
+                  ReferenceFn reference) {
+  OpDef d;
+  d.name = std::move(name);
+  d.kind = kind;
+  d.arity = arity;
+  d.infer = std::move(infer);
+  d.algorithm = std::move(algorithm);
+  d.reference = std::move(reference);
+  return d;
+}
+
 void register_op(OpDef def) {
-  def.user_defined = true;
+  def.halide_adjoint_fallback = true;
   Registry::get().add(std::move(def));
 }
 bool has_op(const std::string& name) { return Registry::get().find(name) != nullptr; }

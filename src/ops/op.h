@@ -117,10 +117,15 @@ struct OpDef {
   // random fills, ...), or differentiating through it is an error.
   VjpFn vjp;
   bool zero_gradient = false;
-  // Set by register_op: a user-defined op without a vjp is differentiated through its
-  // Halide algorithm with Halide's propagate_adjoints (autodiff/halide_adjoint.cpp).
-  bool user_defined = false;
+  // Without a vjp, differentiate the Halide algorithm with Halide's propagate_adjoints
+  // (autodiff/halide_adjoint.cpp). register_op sets it for user-defined ops; built-in ops
+  // whose adjoints are checked against finite differences set it too.
+  bool halide_adjoint_fallback = false;
 };
+
+// An OpDef from its parts (the remaining fields keep their defaults).
+OpDef make_op_def(std::string name, OpKind kind, int arity, InferFn infer, AlgorithmFn algorithm,
+                  ReferenceFn reference);
 
 // The registry of every op kiln knows.
 const OpDef& get_op(const std::string& name);  // throws listing the known ops

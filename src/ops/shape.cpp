@@ -296,14 +296,7 @@ Tensor pad_reference(const std::vector<Tensor>& in, const Attrs& a, const Tensor
 }
 
 OpDef injective(const std::string& name, int arity, InferFn infer, AlgorithmFn algo, ReferenceFn ref) {
-  OpDef d;
-  d.name = name;
-  d.kind = OpKind::Injective;
-  d.arity = arity;
-  d.infer = std::move(infer);
-  d.algorithm = std::move(algo);
-  d.reference = std::move(ref);
-  return d;
+  return make_op_def(name, OpKind::Injective, arity, std::move(infer), std::move(algo), std::move(ref));
 }
 
 }  // namespace

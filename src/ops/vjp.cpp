@@ -332,9 +332,15 @@ void attach_vjp_rules(std::vector<OpDef>& ops) {
   // Piecewise constant, integer-valued or random: the gradient is zero where defined.
   static const std::set<std::string> zero = {"floor", "ceil", "round", "argmax", "one_hot", "arange",
                                              "uniform_like", "normal_like", "scalar"};
+  // Windowed ops whose gradients Halide derives from their algorithms (checked against
+  // finite differences in tests/autodiff/grad_test.cpp). Not conv2d (Halide's adjoint of
+  // its padded, clamped reads goes out of bounds) nor max_pool2d (Halide cannot
+  // differentiate a max reduction): those need rules of their own.
+  static const std::set<std::string> halide_derived = {"avg_pool2d", "adaptive_avg_pool2d"};
   for (OpDef& d : ops) {
     if (auto it = rules.find(d.name); it != rules.end()) d.vjp = it->second;
     if (zero.count(d.name)) d.zero_gradient = true;
+    if (halide_derived.count(d.name)) d.halide_adjoint_fallback = true;
   }
 }
 
