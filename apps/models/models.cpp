@@ -1,6 +1,7 @@
 #include "models/models.h"
 
 #include <cmath>
+#include <optional>
 
 #include "common/seed.h"
 
@@ -74,16 +75,84 @@ Model make_gpt_block(const GptBlockConfig& c) {
   return m;
 }
 
-std::vector<std::string> model_names() { return {"seed", "mlp", "gpt_block"}; }
+namespace {
+// Inference-mode conv + batch norm with seeded weights and running statistics.
+struct ConvBn {
+  Tensor w, mean, var, gamma, beta;
+  int64_t stride = 1, padding = 0;
+  Tensor operator()(const Tensor& x) const {
+    return batch_norm(conv2d(x, w, {}, {stride}, {padding}), mean, var, gamma, beta);
+  }
+};
+
+ConvBn conv_bn(int64_t in, int64_t out, int64_t k, int64_t stride, uint64_t& seed) {
+  // Kaiming-uniform weights (variance 1/fan_in) keep activations O(1) through the depth.
+  const int64_t fan_in = in * k * k;
+  const double b = std::sqrt(3.0 / double(fan_in));
+  ConvBn c;
+  c.w = rand({out, in, k, k}, seed++, -b, b);
+  c.mean = rand({out}, seed++, -0.1, 0.1);
+  c.var = rand({out}, seed++, 0.8, 1.2);
+  c.gamma = rand({out}, seed++, 0.8, 1.2);
+  c.beta = rand({out}, seed++, -0.1, 0.1);
+  c.stride = stride;
+  c.padding = k / 2;
+  return c;
+}
+
+struct BasicBlock {
+  ConvBn conv1, conv2;
+  std::optional<ConvBn> shortcut;  // 1x1 conv, stride 2, where the shape changes
+  Tensor operator()(const Tensor& x) const {
+    Tensor h = relu(conv1(x));
+    return relu(conv2(h) + (shortcut ? (*shortcut)(x) : x));
+  }
+};
+}  // namespace
+
+Model make_resnet18(const ResNetConfig& c) {
+  if (c.batch < 1 || c.image < 1 || c.channels < 1 || c.width < 1 || c.classes < 1) {
+    user_error("resnet18: every size must be >= 1, got batch ", c.batch,
+               ", image ", c.image, ", channels ", c.channels, ", width ", c.width, ", classes ", c.classes);
+  }
+  Model m;
+  m.name = "resnet18";
+  m.description = "ResNet-18 inference: conv-bn-relu basic blocks [2, 2, 2, 2], global avg pool, linear";
+  m.inputs = {randn({c.batch, c.channels, c.image, c.image}, 21)};
+  uint64_t seed = 100;
+  ConvBn stem = conv_bn(c.channels, c.width, 3, 1, seed);
+  std::vector<BasicBlock> blocks;
+  int64_t in = c.width;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t out = c.width << stage;
+    for (int i = 0; i < 2; ++i) {
+      const int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
+      BasicBlock blk{conv_bn(in, out, 3, stride, seed), conv_bn(out, out, 3, 1, seed), std::nullopt};
+      if (stride != 1 || in != out) blk.shortcut = conv_bn(in, out, 1, stride, seed);
+      blocks.push_back(std::move(blk));
+      in = out;
+    }
+  }
+  Tensor fc_w = weight({c.classes, in}, in, seed++), fc_b = weight({c.classes}, in, seed++);
+  m.forward = [=](const std::vector<Tensor>& inputs) {
+    Tensor h = relu(stem(inputs[0]));
+    for (const BasicBlock& b : blocks) h = b(h);
+    Tensor pooled = reshape(global_avg_pool2d(h), {-1, in});
+    return std::vector<Tensor>{linear(pooled, fc_w, fc_b)};
+  };
+  return m;
+}
+
+std::vector<std::string> model_names() { return {"seed", "mlp", "gpt_block", "resnet18"}; }
 
 Model make_model(const std::string& name) {
   if (name == "seed") return make_seed();
   if (name == "mlp") return make_mlp();
   if (name == "gpt_block") return make_gpt_block();
+  if (name == "resnet18") return make_resnet18();
   std::string known;
   for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-  user_error("unknown model '", name, "'; available models: ", known,
-             " (resnet18 needs conv2d, batch_norm and pooling, which kiln does not have yet)");
+  user_error("unknown model '", name, "'; available models: ", known);
 }
 
 }  // namespace kiln::apps

@@ -120,6 +120,11 @@ std::vector<Workload> workloads(bool gpu) {
                  return matmul(softmax(where(mask, scalar(-INFINITY), s), -1), in[2]);
                },
                0, 4.0 * double(B * NH) * double(S) * double(S) * double(D)});
+  const int64_t NB = 32 / scale;
+  w.push_back({"conv3x3_bias_relu_n" + std::to_string(NB) + "c64hw56",
+               {randn({NB, 64, 56, 56}, 13), rand({64, 64, 3, 3}, 14, -1.0 / 24, 1.0 / 24), randn({64}, 15)},
+               [](const std::vector<Tensor>& in) { return relu(conv2d(in[0], in[1], in[2], {1}, {1})); },
+               0, 2.0 * double(NB) * 64 * 64 * 9 * 56 * 56});
   return w;
 }
 

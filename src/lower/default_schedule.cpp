@@ -19,6 +19,9 @@ constexpr int kCpuTaskElements = 1 << 14;
 // CUDA: threads per block along the innermost dim, and elements per thread for outputs.
 constexpr int kGpuThreads = 256;
 constexpr int kGpuLanes = 4;
+// conv2d register tile on the CPU: vectors of output columns x output channels.
+constexpr int kConvTileVectors = 2;
+constexpr int kConvTileChannels = 4;
 
 // Vectorization uses ShiftInwards under a size specialization rather than GuardWithIf:
 // Halide's predicated (GuardWithIf) vector path mishandles some IEEE special values
@@ -88,10 +91,73 @@ void schedule_output(Func f, const Halide::Target& target) {
   }
 }
 
+// conv2d (see ops/conv.cpp): its accumulator acc(ow, o, oh, n) and its zero-padded input.
+// Register tiles of output columns (vectorized) x output channels (unrolled) accumulate
+// over the whole window and all input channels in registers, so each input load feeds
+// several channels. Tiles are rounded up at the edges: conv2d clamps every read, so
+// computing past the end is safe. Each task (one output row) pads just the input rows it
+// reads, so the padded copy stays in cache and needs no large allocation.
+bool has_prefix(const Func& f, const char* prefix) { return f.name().rfind(prefix, 0) == 0; }
+bool is_conv_accumulator(const Func& f) { return has_prefix(f, "conv2d_acc") && f.args().size() == 4; }
+bool is_conv_padded_input(const Func& f) { return has_prefix(f, "conv2d_pad"); }
+
+void schedule_conv_accumulator(Func acc, const Halide::Target& target) {
+  std::vector<Var> v = pure_vars(acc);  // ow, o, oh, n
+  const int vw = std::max(1, target.natural_vector_size(acc.type()));
+  const int tile_w = kConvTileVectors * vw, tile_o = kConvTileChannels;
+  Func tiled = acc.in();
+  Var wo("wo"), wi("wi"), co("co"), ci("ci"), rows("rows");
+  // Channel tiles innermost: the tile's input columns stay in L1 across all of them.
+  tiled.compute_root()
+      .split(v[0], wo, wi, tile_w, TailStrategy::RoundUp)
+      .split(v[1], co, ci, tile_o, TailStrategy::RoundUp)
+      .reorder(wi, ci, co, wo, v[2], v[3])
+      .fuse(v[2], v[3], rows)
+      .parallel(rows)
+      .vectorize(wi, vw)
+      .unroll(wi)
+      .unroll(ci);
+  acc.compute_at(tiled, co).vectorize(v[0], vw).unroll(v[0]).unroll(v[1]);
+  std::vector<VarOrRVar> order = {v[0], v[1]};
+  for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
+  order.push_back(v[2]);
+  order.push_back(v[3]);
+  acc.update().reorder(order).vectorize(v[0], vw).unroll(v[0]).unroll(v[1]);
+  for (const auto& [name, f] : Halide::Internal::find_direct_calls(acc.function())) {
+    Func pad(f);
+    if (!is_conv_padded_input(pad)) continue;
+    pad.compute_at(tiled, rows).vectorize(pad.args()[0], vw, TailStrategy::GuardWithIf);
+  }
+  log("schedule", acc.name() + ": register tiles of " + std::to_string(tile_w) + " columns x " +
+                      std::to_string(tile_o) + " channels, parallel over rows, input padded per row");
+}
+
+// A reduction along rows (softmax's sum, layer norm's moments): the innermost reduction
+// variable is split into vectors of partial results (rfactor), so its body (an exp, a
+// square) runs vectorized, then the vector is reduced. Skipped where Halide cannot prove
+// the update associative (NaN-propagating max and min).
+void vectorize_row_reduction(Func acc, const Halide::Target& target) {
+  std::vector<Halide::RVar> rvars = acc.rvars(0);
+  if (rvars.empty()) return;
+  const int vw = std::max(1, target.natural_vector_size(acc.type()));
+  Halide::RVar ro("rvo"), ri("rvi");
+  Var u("lane");
+  try {
+    Func partial = acc.update().split(rvars[0], ro, ri, vw, TailStrategy::GuardWithIf).rfactor(ri, u);
+    partial.compute_at(acc, pure_vars(acc).back()).vectorize(u);
+    partial.update().reorder(u, ro).vectorize(u);
+    log("schedule", acc.name() + ": row reduction in vectors of " + std::to_string(vw) + " partial results");
+  } catch (const Halide::CompileError& e) {
+    log("schedule", acc.name() + ": serial row reduction (rfactor impossible: " + e.what() + ")");
+  }
+}
+
 // A reduction accumulator: its own loop nest; the update parallel over kept dims, or
 // split with rfactor when everything is reduced (on the CPU).
 void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) {
   Func acc = stage.func;
+  // On the CPU conv2d's padded input is computed per task of its convolution.
+  if (!target.has_gpu_feature() && is_conv_padded_input(acc)) return;
   acc.compute_root();
   if (stage.serial) return;
   std::vector<Var> v = pure_vars(acc);
@@ -102,6 +168,10 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) 
     return;
   }
   if (!acc.has_update_definition()) return;
+  if (is_conv_accumulator(acc)) {
+    schedule_conv_accumulator(acc, target);
+    return;
+  }
   Halide::Stage update = acc.update();
   if (!v.empty()) {
     // Tasks split the outermost kept dim.
@@ -116,6 +186,7 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) 
       acc.vectorize(v[0], std::max(1, target.natural_vector_size(acc.type())), TailStrategy::GuardWithIf);
     }
     update.parallel(v.back());
+    if (!stage.pure_innermost) vectorize_row_reduction(acc, target);
     log("schedule", acc.name() + ": update parallel over the outermost kept dim");
     return;
   }

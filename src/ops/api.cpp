@@ -299,6 +299,138 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 // ---- Convolution, pooling and batch norm (ops/conv.cpp) ----
 
+namespace {
+// A size pair from one value (both dims) or {height, width}.
+std::vector<int64_t> size_pair(const char* op, const char* name, const std::vector<int64_t>& v) {
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() != 2) {
+    user_error(op, ": ", name, " takes 1 value or 2 (height, width), got ", Shape(v).str());
+  }
+  return v;
+}
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
+  Tensor y = apply_op("conv2d", {x, weight},
+                      {{"stride", size_pair("conv2d", "stride", stride)},
+                       {"padding", size_pair("conv2d", "padding", padding)},
+                       {"dilation", size_pair("conv2d", "dilation", dilation)},
+                       {"groups", groups}});
+  if (!bias.defined()) return y;
+  const Dim& o = weight.shape()[0];
+  if (bias.rank() != 1 || !(bias.shape()[0] == o)) {
+    user_error("conv2d: bias is ", bias.meta().str(), " but must be [O] = [", o.str(), "] for weight ",
+               weight.meta().str());
+  }
+  return y + reshape(bias, {o.size, 1, 1});
+}
+
+Tensor max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool ceil_mode) {
+  std::vector<int64_t> k = size_pair("max_pool2d", "kernel_size", kernel_size);
+  return apply_op("max_pool2d", {x},
+                  {{"kernel", k},
+                   {"stride", stride.empty() ? k : size_pair("max_pool2d", "stride", stride)},
+                   {"padding", size_pair("max_pool2d", "padding", padding)},
+                   {"dilation", size_pair("max_pool2d", "dilation", dilation)},
+                   {"ceil_mode", ceil_mode}});
+}
+
+Tensor avg_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad) {
+  std::vector<int64_t> k = size_pair("avg_pool2d", "kernel_size", kernel_size);
+  return apply_op("avg_pool2d", {x},
+                  {{"kernel", k},
+                   {"stride", stride.empty() ? k : size_pair("avg_pool2d", "stride", stride)},
+                   {"padding", size_pair("avg_pool2d", "padding", padding)},
+                   {"ceil_mode", ceil_mode},
+                   {"count_include_pad", count_include_pad}});
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, const std::vector<int64_t>& output_size) {
+  return apply_op("adaptive_avg_pool2d", {x},
+                  {{"output_size", size_pair("adaptive_avg_pool2d", "output_size", output_size)}});
+}
+
+Tensor global_avg_pool2d(const Tensor& x) {
+  if (x.rank() != 4) user_error("global_avg_pool2d: input must be 4-D [N, C, H, W], got ", x.meta().str());
+  return mean(x, {2, 3}, /*keepdim=*/true);
+}
+
+namespace {
+// Checks x [N, C, ...] and the per-channel tensors; returns C.
+int64_t batch_norm_channels(const char* op, const Tensor& x,
+                            const std::vector<std::pair<const char*, const Tensor*>>& per_channel) {
+  if (x.rank() < 2 || !x.shape()[1].is_static()) {
+    user_error(op, ": input must be [N, C, ...] with a static C, got ", x.meta().str());
+  }
+  const int64_t c = x.shape()[1].size;
+  for (const auto& [name, t] : per_channel) {
+    if (t->defined() && t->shape() != Shape{c}) {
+      user_error(op, ": ", name, " is ", t->meta().str(), " but must be [C] = [", c, "] for input ",
+                 x.meta().str());
+    }
+  }
+  return c;
+}
+// A [C] tensor as [C, 1, ...], to broadcast against x [N, C, ...].
+Tensor per_channel(const Tensor& t, int64_t c, int rank) {
+  std::vector<int64_t> shape(size_t(rank - 1), 1);
+  shape[0] = c;
+  return rank == 2 ? t : reshape(t, shape);
+}
+// (x - mean) * inv_std * weight + bias, in x's dtype.
+Tensor normalize_channels(const Tensor& x, const Tensor& mean_c, const Tensor& inv_std_c, const Tensor& weight,
+                          const Tensor& bias, int64_t c) {
+  const int r = x.rank();
+  Tensor scale = weight.defined() ? inv_std_c * per_channel(weight, c, r) : inv_std_c;
+  Tensor y = (x - mean_c) * scale;
+  if (bias.defined()) y = y + per_channel(bias, c, r);
+  return y.dtype() == x.dtype() ? y : cast(y, x.dtype());
+}
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  if (!running_mean.defined() || !running_var.defined()) {
+    user_error("batch_norm: inference needs running_mean and running_var; use batch_norm_train for batch statistics");
+  }
+  int64_t c = batch_norm_channels("batch_norm", x, {{"running_mean", &running_mean}, {"running_var", &running_var},
+                                                    {"weight", &weight}, {"bias", &bias}});
+  const int r = x.rank();
+  Tensor inv_std = rsqrt(per_channel(running_var, c, r) + eps);
+  return normalize_channels(x, per_channel(running_mean, c, r), inv_std, weight, bias, c);
+}
+
+BatchNormResult batch_norm_train(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                                 const Tensor& weight, const Tensor& bias, double momentum, double eps) {
+  int64_t c = batch_norm_channels("batch_norm_train", x, {{"running_mean", &running_mean},
+                                                          {"running_var", &running_var},
+                                                          {"weight", &weight}, {"bias", &bias}});
+  if (running_mean.defined() != running_var.defined()) {
+    user_error("batch_norm_train: give both running_mean and running_var, or neither");
+  }
+  if (!x.shape().is_static()) user_error("batch_norm_train: needs static sizes, got ", x.meta().str());
+  std::vector<int64_t> axes = {0};
+  for (int i = 2; i < x.rank(); ++i) axes.push_back(i);
+  const int64_t n = x.numel() / c;  // values per channel
+  if (n < 2) {
+    user_error("batch_norm_train: expected more than 1 value per channel when training, got input ",
+               x.meta().str());
+  }
+  Tensor mean_k = mean(x, axes, /*keepdim=*/true);                 // [1, C, 1, ...]
+  Tensor var_k = var(x, axes, /*correction=*/0, /*keepdim=*/true);  // biased
+  BatchNormResult result;
+  result.out = normalize_channels(x, mean_k, rsqrt(var_k + eps), weight, bias, c);
+  if (running_mean.defined()) {
+    Tensor batch_mean = reshape(mean_k, {c}), batch_var = reshape(var_k, {c});
+    result.running_mean = running_mean * (1.0 - momentum) + batch_mean * momentum;
+    result.running_var = running_var * (1.0 - momentum) + batch_var * (momentum * double(n) / double(n - 1));
+  }
+  return result;
+}
+
 // ---- Indexing, padding, stacking and losses (ops/index.cpp) ----
 
 Tensor arange(int64_t n, DType dtype) { return arange(0.0, double(n), 1.0, dtype); }

@@ -115,6 +115,36 @@ Tensor matmul(const Tensor& a, const Tensor& b);  // [..., M, K] x [..., K, N], 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  // x Wᵀ + b
 
 // ---- Convolution, pooling and batch norm (ops/conv.cpp) ----
+// NCHW tensors, PyTorch's argument order and defaults. A size pair (stride, padding, ...)
+// takes one value for both spatial dims or {height, width}.
+// x [N, C, H, W], weight [O, C/groups, KH, KW], optional bias [O] -> [N, O, OH, OW].
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+              const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
+              const std::vector<int64_t>& dilation = {1}, int64_t groups = 1);
+// An empty stride means stride = kernel_size. Max pooling propagates NaN; padding never wins.
+Tensor max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size,
+                  const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
+                  const std::vector<int64_t>& dilation = {1}, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size,
+                  const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+// Output cell i averages input rows [floor(i*H/oh), ceil((i+1)*H/oh)), likewise columns.
+Tensor adaptive_avg_pool2d(const Tensor& x, const std::vector<int64_t>& output_size);
+// Mean over H and W: [N, C, H, W] -> [N, C, 1, 1] (adaptive_avg_pool2d to 1x1).
+Tensor global_avg_pool2d(const Tensor& x);
+// Batch norm over x [N, C, ...] (per channel C; weight, bias and the stats are [C]; an
+// undefined weight or bias means none). Inference normalizes with the running stats:
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+// Training normalizes with the batch statistics (biased variance) and returns the running
+// stats updated with momentum (the unbiased variance goes into running_var), as PyTorch
+// does; with undefined running stats the returned ones are undefined too.
+struct BatchNormResult {
+  Tensor out, running_mean, running_var;
+};
+BatchNormResult batch_norm_train(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                                 const Tensor& weight = {}, const Tensor& bias = {}, double momentum = 0.1,
+                                 double eps = 1e-5);
 
 // ---- Indexing, padding, stacking and losses (ops/index.cpp) ----
 // Values start, start + step, ... below stop (above it for a negative step). Traced as an

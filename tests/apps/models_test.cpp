@@ -23,6 +23,7 @@ void expect_model_matches(const apps::Model& m) {
 TEST(Models, Seed) { expect_model_matches(apps::make_seed(1000)); }
 TEST(Models, Mlp) { expect_model_matches(apps::make_mlp({8, 32, 48, 5})); }
 TEST(Models, GptBlock) { expect_model_matches(apps::make_gpt_block({2, 16, 32, 4})); }
+TEST(Models, ResNet18) { expect_model_matches(apps::make_resnet18({2, 16, 3, 8, 5})); }
 
 TEST(Models, GptBlockIsCausal) {
   // Changing the last token must not change the outputs of earlier tokens.
