@@ -159,12 +159,23 @@ std::vector<GradCase> contraction_and_index_cases() {
   };
 }
 
+// Average pooling gradients come from Halide's propagate_adjoints of their algorithms;
+// batch norm is a decomposition.
+std::vector<GradCase> conv_cases() {
+  return {
+      {"avg_pool2d", [](const V& in) { return avg_pool2d(in[0], {3}, {2}, {1}); }, {r64({1, 2, 6, 5}, 9)}, {0}},
+      {"adaptive_avg_pool2d", [](const V& in) { return adaptive_avg_pool2d(in[0], {2, 3}); }, {r64({1, 2, 5, 7}, 10)}, {0}},
+      {"batch_norm_train", [](const V& in) { return batch_norm_train(in[0], {}, {}, in[1], in[2]).out; },
+       {r64({3, 2, 2, 2}, 11), r64({2}, 12), r64({2}, 13)}, {0, 1, 2}},
+  };
+}
+
 class Gradients : public ::testing::TestWithParam<GradCase> {};
 TEST_P(Gradients, MatchFiniteDifferences) { check_gradients(GetParam()); }
 
 std::vector<GradCase> all_cases() {
   std::vector<GradCase> all;
-  for (auto family : {unary_cases, binary_cases, reduction_cases, shape_cases, contraction_and_index_cases})
+  for (auto family : {unary_cases, binary_cases, reduction_cases, shape_cases, contraction_and_index_cases, conv_cases})
     for (GradCase& c : family()) all.push_back(std::move(c));
   return all;
 }
