@@ -324,18 +324,85 @@ std::map<std::string, VjpFn> index_rules() {
   return r;
 }
 
+// ---- conv2d: the input gradient is a transposed convolution, the weight gradient a
+// convolution of the input with the output gradient, both written with conv2d ----------
+
+// (s - 1) zeros between neighbours along axis: k entries become (k - 1) * s + 1.
+Tensor dilate_axis(Tensor g, int axis, int64_t s) {
+  if (s == 1) return g;
+  const int64_t k = g.shape()[axis].size;
+  g = unsqueeze(g, axis + 1);
+  std::vector<int64_t> pads(size_t(2 * (g.rank() - (axis + 1))), 0);
+  pads[pads.size() - 1] = s - 1;
+  g = pad(g, pads);
+  std::vector<int64_t> sizes = g.sizes();
+  sizes[size_t(axis)] *= s;
+  sizes.erase(sizes.begin() + axis + 1);
+  return slice(reshape(g, sizes), axis, 0, (k - 1) * s + 1);
+}
+
+Tensor flip_axis(const Tensor& x, int axis) {
+  const int64_t n = x.shape()[axis].size;
+  return index_select(x, axis, arange(double(n - 1), -1.0, -1.0, DType::I64));
+}
+
+// One group: x [N, C, H, W], w [O, C, KH, KW], g [N, O, OH, OW].
+std::pair<Tensor, Tensor> conv2d_group_grads(const Tensor& x, const Tensor& w, const Tensor& g,
+                                             const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                                             const std::vector<int64_t>& d) {
+  const int64_t H = x.shape()[2].size, W = x.shape()[3].size, KH = w.shape()[2].size, KW = w.shape()[3].size;
+  const int64_t OH = g.shape()[2].size, OW = g.shape()[3].size;
+  // Input: the output gradient spread back to stride 1, padded to a full convolution with
+  // the flipped, transposed kernel (negative pads crop; the extra rows and columns at the
+  // end are input positions no output read).
+  Tensor gd = dilate_axis(dilate_axis(g, 2, s[0]), 3, s[1]);
+  const int64_t ph = d[0] * (KH - 1) - p[0], pw = d[1] * (KW - 1) - p[1];
+  const int64_t extra_h = H - ((OH - 1) * s[0] + 1 + d[0] * (KH - 1) - 2 * p[0]);
+  const int64_t extra_w = W - ((OW - 1) * s[1] + 1 + d[1] * (KW - 1) - 2 * p[1]);
+  Tensor wt = permute(flip_axis(flip_axis(w, 2), 3), {1, 0, 2, 3});
+  Tensor gx = conv2d(pad(gd, {pw, pw + extra_w, ph, ph + extra_h}), wt, {}, {1}, {0}, d);
+  // Weight: correlate the input with the output gradient, batch as the contraction.
+  Tensor r = conv2d(permute(x, {1, 0, 2, 3}), permute(g, {1, 0, 2, 3}), {}, d, p, s);  // [C, O, KH', KW']
+  Tensor gw = permute(slice(slice(r, 2, 0, KH), 3, 0, KW), {1, 0, 2, 3});
+  return {gx, gw};
+}
+
+std::map<std::string, VjpFn> conv_rules() {
+  std::map<std::string, VjpFn> r;
+  r["conv2d"] = [](const VjpArgs& v) {
+    const Tensor &x = v.inputs[0], &w = v.inputs[1], &g = v.grad;
+    for (const Tensor* t : {&x, &w})
+      if (!t->shape().is_static()) user_error("conv2d: gradients need static sizes, got ", t->meta().str());
+    const int64_t G = v.attrs.get_int("groups");
+    const std::vector<int64_t> s = v.attrs.get_ints("stride"), p = v.attrs.get_ints("padding"), d = v.attrs.get_ints("dilation");
+    if (G == 1) {
+      auto [gx, gw] = conv2d_group_grads(x, w, g, s, p, d);
+      return Grads{gx, gw};
+    }
+    std::vector<Tensor> xs = split(x, x.shape()[1].size / G, 1), ws = split(w, w.shape()[0].size / G, 0),
+                        gs = split(g, g.shape()[1].size / G, 1), gxs, gws;
+    for (int64_t k = 0; k < G; ++k) {
+      auto [gx, gw] = conv2d_group_grads(xs[size_t(k)], ws[size_t(k)], gs[size_t(k)], s, p, d);
+      gxs.push_back(gx);
+      gws.push_back(gw);
+    }
+    return Grads{concat(gxs, 1), concat(gws, 0)};
+  };
+  return r;
+}
+
 }  // namespace
 
 void attach_vjp_rules(std::vector<OpDef>& ops) {
   std::map<std::string, VjpFn> rules;
-  for (auto family : {pointwise_rules, reduce_rules, shape_rules, linalg_rules, index_rules}) rules.merge(family());
+  for (auto family : {pointwise_rules, reduce_rules, shape_rules, linalg_rules, index_rules, conv_rules})
+    rules.merge(family());
   // Piecewise constant, integer-valued or random: the gradient is zero where defined.
   static const std::set<std::string> zero = {"floor", "ceil", "round", "argmax", "one_hot", "arange",
                                              "uniform_like", "normal_like", "scalar"};
   // Windowed ops whose gradients Halide derives from their algorithms (checked against
-  // finite differences in tests/autodiff/grad_test.cpp). Not conv2d (Halide's adjoint of
-  // its padded, clamped reads goes out of bounds) nor max_pool2d (Halide cannot
-  // differentiate a max reduction): those need rules of their own.
+  // finite differences in tests/autodiff/grad_test.cpp). Not max_pool2d: Halide cannot
+  // differentiate a max reduction, so it needs a rule of its own.
   static const std::set<std::string> halide_derived = {"avg_pool2d", "adaptive_avg_pool2d"};
   for (OpDef& d : ops) {
     if (auto it = rules.find(d.name); it != rules.end()) d.vjp = it->second;

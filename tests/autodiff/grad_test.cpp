@@ -159,10 +159,18 @@ std::vector<GradCase> contraction_and_index_cases() {
   };
 }
 
-// Average pooling gradients come from Halide's propagate_adjoints of their algorithms;
-// batch norm is a decomposition.
+// conv2d's gradients are convolutions; average pooling's come from Halide's
+// propagate_adjoints of its algorithm; batch norm is a decomposition.
 std::vector<GradCase> conv_cases() {
   return {
+      {"conv2d", [](const V& in) { return conv2d(in[0], in[1], in[2]); },
+       {r64({1, 2, 5, 5}, 1), r64({3, 2, 3, 3}, 2), r64({3}, 3)}, {0, 1, 2}},
+      {"conv2d_stride_pad_dilation", [](const V& in) { return conv2d(in[0], in[1], {}, {2}, {1}, {2}); },
+       {r64({2, 2, 6, 7}, 4), r64({2, 2, 2, 3}, 5)}, {0, 1}},
+      {"conv2d_stride3_uneven", [](const V& in) { return conv2d(in[0], in[1], {}, {3, 2}, {0, 2}); },
+       {r64({1, 1, 8, 5}, 14), r64({2, 1, 2, 3}, 15)}, {0, 1}},
+      {"conv2d_groups", [](const V& in) { return conv2d(in[0], in[1], {}, {1}, {1}, {1}, 2); },
+       {r64({1, 4, 4, 4}, 6), r64({4, 2, 3, 3}, 7)}, {0, 1}},
       {"avg_pool2d", [](const V& in) { return avg_pool2d(in[0], {3}, {2}, {1}); }, {r64({1, 2, 6, 5}, 9)}, {0}},
       {"adaptive_avg_pool2d", [](const V& in) { return adaptive_avg_pool2d(in[0], {2, 3}); }, {r64({1, 2, 5, 7}, 10)}, {0}},
       {"batch_norm_train", [](const V& in) { return batch_norm_train(in[0], {}, {}, in[1], in[2]).out; },
