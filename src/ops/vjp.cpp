@@ -388,6 +388,42 @@ std::map<std::string, VjpFn> conv_rules() {
     }
     return Grads{concat(gxs, 1), concat(gws, 0)};
   };
+  // max_pool2d: the gradient goes to the window positions equal to the maximum, split
+  // evenly between ties (PyTorch gives it all to the first; both are subgradients).
+  r["max_pool2d"] = [](const VjpArgs& v) {
+    const Tensor &x = v.inputs[0], &y = v.output, &g = v.grad;
+    if (!x.shape().is_static()) user_error("max_pool2d: gradients need static sizes, got ", x.meta().str());
+    const std::vector<int64_t> k = v.attrs.get_ints("kernel"), s = v.attrs.get_ints("stride"),
+                               p = v.attrs.get_ints("padding"), d = v.attrs.get_ints("dilation");
+    const int64_t H = x.shape()[2].size, W = x.shape()[3].size, OH = y.shape()[2].size, OW = y.shape()[3].size;
+    // Padded with -inf, and far enough for ceil_mode's last windows.
+    const int64_t eh = std::max<int64_t>(0, (OH - 1) * s[0] + (k[0] - 1) * d[0] + 1 - (H + 2 * p[0]));
+    const int64_t ew = std::max<int64_t>(0, (OW - 1) * s[1] + (k[1] - 1) * d[1] + 1 - (W + 2 * p[1]));
+    const int64_t HP = H + 2 * p[0] + eh, WP = W + 2 * p[1] + ew;
+    Tensor xp = pad(x, {p[1], p[1] + ew, p[0], p[0] + eh}, -INFINITY);
+    auto window = [&](int64_t kh, int64_t kw) {
+      Tensor t = slice(xp, 2, kh * d[0], kh * d[0] + (OH - 1) * s[0] + 1, s[0]);
+      return slice(t, 3, kw * d[1], kw * d[1] + (OW - 1) * s[1] + 1, s[1]);
+    };
+    std::vector<Tensor> hits;
+    Tensor count;
+    for (int64_t kh = 0; kh < k[0]; ++kh)
+      for (int64_t kw = 0; kw < k[1]; ++kw) {
+        hits.push_back(cast(eq(window(kh, kw), y), g.dtype()));
+        count = count.defined() ? count + hits.back() : hits.back();
+      }
+    Tensor share = where(gt(count, 0.0), g / maximum(count, 1.0), scalar(0.0, g.dtype()));
+    Tensor gxp;
+    size_t i = 0;
+    for (int64_t kh = 0; kh < k[0]; ++kh)
+      for (int64_t kw = 0; kw < k[1]; ++kw) {
+        Tensor t = dilate_axis(dilate_axis(hits[i++] * share, 2, s[0]), 3, s[1]);
+        const int64_t rows = (OH - 1) * s[0] + 1, cols = (OW - 1) * s[1] + 1;
+        t = pad(t, {kw * d[1], WP - kw * d[1] - cols, kh * d[0], HP - kh * d[0] - rows});
+        gxp = gxp.defined() ? gxp + t : t;
+      }
+    return Grads{slice(slice(gxp, 2, p[0], p[0] + H), 3, p[1], p[1] + W)};
+  };
   return r;
 }
 
@@ -401,8 +437,8 @@ void attach_vjp_rules(std::vector<OpDef>& ops) {
   static const std::set<std::string> zero = {"floor", "ceil", "round", "argmax", "one_hot", "arange",
                                              "uniform_like", "normal_like", "scalar"};
   // Windowed ops whose gradients Halide derives from their algorithms (checked against
-  // finite differences in tests/autodiff/grad_test.cpp). Not max_pool2d: Halide cannot
-  // differentiate a max reduction, so it needs a rule of its own.
+  // finite differences in tests/autodiff/grad_test.cpp). max_pool2d has a rule above:
+  // Halide cannot differentiate a max reduction.
   static const std::set<std::string> halide_derived = {"avg_pool2d", "adaptive_avg_pool2d"};
   for (OpDef& d : ops) {
     if (auto it = rules.find(d.name); it != rules.end()) d.vjp = it->second;

@@ -159,7 +159,7 @@ std::vector<GradCase> contraction_and_index_cases() {
   };
 }
 
-// conv2d's gradients are convolutions; average pooling's come from Halide's
+// conv2d's gradients are convolutions, max pooling's go to the maxima; average pooling's come from Halide's
 // propagate_adjoints of its algorithm; batch norm is a decomposition.
 std::vector<GradCase> conv_cases() {
   return {
@@ -171,6 +171,9 @@ std::vector<GradCase> conv_cases() {
        {r64({1, 1, 8, 5}, 14), r64({2, 1, 2, 3}, 15)}, {0, 1}},
       {"conv2d_groups", [](const V& in) { return conv2d(in[0], in[1], {}, {1}, {1}, {1}, 2); },
        {r64({1, 4, 4, 4}, 6), r64({4, 2, 3, 3}, 7)}, {0, 1}},
+      {"max_pool2d", [](const V& in) { return max_pool2d(in[0], {2}, {2}, {1}); }, {r64({1, 2, 5, 5}, 8)}, {0}},
+      {"max_pool2d_overlap_dilation_ceil", [](const V& in) { return max_pool2d(in[0], {3}, {2}, {1}, {2}, true); },
+       {r64({1, 1, 7, 6}, 16)}, {0}},
       {"avg_pool2d", [](const V& in) { return avg_pool2d(in[0], {3}, {2}, {1}); }, {r64({1, 2, 6, 5}, 9)}, {0}},
       {"adaptive_avg_pool2d", [](const V& in) { return adaptive_avg_pool2d(in[0], {2, 3}); }, {r64({1, 2, 5, 7}, 10)}, {0}},
       {"batch_norm_train", [](const V& in) { return batch_norm_train(in[0], {}, {}, in[1], in[2]).out; },
