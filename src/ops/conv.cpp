@@ -388,14 +388,8 @@ OpDef adaptive_avg_pool_op() {
 }
 
 OpDef conv2d_op() {
-  OpDef d;
-  d.name = "conv2d";
-  d.kind = OpKind::Contraction;
-  d.arity = 2;
+  OpDef d = make_op_def("conv2d", OpKind::Contraction, 2, infer_conv2d, conv2d_algorithm, conv2d_reference);
   d.eager_generic = false;
-  d.infer = infer_conv2d;
-  d.algorithm = conv2d_algorithm;
-  d.reference = conv2d_reference;
   return d;
 }
 

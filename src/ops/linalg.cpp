@@ -86,14 +86,7 @@ Tensor matmul_reference(const std::vector<Tensor>& in, const Attrs&, const Tenso
 }  // namespace
 
 std::vector<OpDef> linalg_ops() {
-  OpDef d;
-  d.name = "matmul";
-  d.kind = OpKind::Contraction;
-  d.arity = 2;
-  d.infer = infer_matmul;
-  d.algorithm = matmul_algorithm;
-  d.reference = matmul_reference;
-  return {d};
+  return {make_op_def("matmul", OpKind::Contraction, 2, infer_matmul, matmul_algorithm, matmul_reference)};
 }
 
 }  // namespace kiln
