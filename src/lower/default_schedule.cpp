@@ -138,7 +138,7 @@ void schedule_conv_accumulator(Func acc, const Halide::Target& target) {
 // the update associative (NaN-propagating max and min).
 void vectorize_row_reduction(Func acc, const Halide::Target& target) {
   std::vector<Halide::RVar> rvars = acc.rvars(0);
-  if (rvars.empty()) return;
+  if (rvars.empty() || acc.outputs() != 1) return;  // tuple reductions (argmax) stay serial
   const int vw = std::max(1, target.natural_vector_size(acc.type()));
   Halide::RVar ro("rvo"), ri("rvi");
   Var u("lane");
