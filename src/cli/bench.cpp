@@ -51,6 +51,8 @@ struct Workload {
   double bytes = 0, flops = 0;
   // Several outputs (a train step's loss and updated parameters); used instead of fn.
   TensorFn multi = nullptr;
+  // Too slow on a CPU for the default run (minutes per step): runs only when --filter is given.
+  bool cpu_opt_in = false;
 };
 
 // Median ms over up to `reps` runs after one warm-up, stopping early (after at least 5
@@ -128,7 +130,8 @@ std::vector<Workload> workloads(bool gpu) {
                  std::vector<Tensor> out = {vg[0]};
                  for (int i = 0; i < 4; ++i) out.push_back(optim::sgd_update(in[size_t(2 + i)], vg[size_t(1 + i)], Tensor(), {1e-3}).first);
                  return out;
-               }});
+               },
+               /*cpu_opt_in=*/true});
   const int64_t B = std::max<int64_t>(1, 8 / std::min<int64_t>(scale, 8)), NH = 16, S = 1024 / scale, D = 64;
   std::vector<double> tri(size_t(S * S));
   for (int64_t i = 0; i < S; ++i)
@@ -159,6 +162,11 @@ int bench(const std::vector<std::string>& argv) {
   const std::string label = gpu ? "cuda" : "cpu";
   for (Workload& w : workloads(gpu)) {
     if (!std::regex_search(w.name, filter)) continue;
+    if (!gpu && w.cpu_opt_in && a.filter.empty()) {
+      std::cerr << "bench: skipping " << w.name << " on the CPU (its eager step takes minutes here); "
+                << "run it with --filter train_step\n";
+      continue;
+    }
     if (gpu) {
       for (Tensor& t : w.inputs) t = t.to(Device::cuda());
     }
