@@ -11,7 +11,10 @@ const char* kUsage =
     "      run the benchmark workloads eager and compiled; one JSON object per line\n"
     "  models [--filter REGEX] [--reps N]\n"
     "      run each registered model (seed, mlp, gpt_block) eager, compiled and through the\n"
-    "      f64 reference interpreter; print the errors and times\n";
+    "      f64 reference interpreter; print the errors and times\n"
+    "  aot <model> -o DIR [--target host|host-cuda] [--name NAME] [--embed-weights]\n"
+    "      export a registered model (seed, mlp, gpt_block, resnet18) as a static library\n"
+    "      with a C entry point, its header, its weights with a C loader, and a README\n";
 }
 
 int main(int argc, char** argv) {
@@ -23,6 +26,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (cmd == "bench") return kiln::cli::bench(args);
+    if (cmd == "aot") return kiln::cli::aot(args);
     if (cmd == "models") return kiln::cli::models(args);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kUsage;
