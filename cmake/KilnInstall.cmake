@@ -1,0 +1,34 @@
+# `cmake --install <build> --prefix P` installs kiln as a CMake package:
+#   P/lib/libkiln.a, P/include/kiln/** (so `#include "kiln.h"` works), P/bin/kiln,
+#   P/lib/cmake/kiln/ (kilnConfig.cmake, the exported kiln::kiln target, and the CMake
+#   functions: kiln_add_kernel_library, Halide's autoscheduler targets).
+# An outside project then needs only find_package(kiln REQUIRED). The config records the
+# Halide SDK kiln was built against (Halide_DIR) and uses it unless the project sets its
+# own Halide_DIR: libkiln.a must link the Halide it was compiled with.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
+
+install(TARGETS kiln EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln
+        FILES_MATCHING PATTERN "*.h" PATTERN "cli" EXCLUDE)
+# The installed command finds libHalide.so where it was at build time.
+get_target_property(_kiln_libhalide Halide::Halide LOCATION)
+get_filename_component(_kiln_libhalide_dir "${_kiln_libhalide}" DIRECTORY)
+set_target_properties(kiln_cli PROPERTIES INSTALL_RPATH "${_kiln_libhalide_dir}")
+install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR})
+set(KILN_HALIDE_DIR "${Halide_DIR}")
+set(KILN_HALIDEHELPERS_DIR "${HalideHelpers_DIR}")
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kilnConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/kilnConfig.cmake INSTALL_DESTINATION ${KILN_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/HalideAutoschedulers.cmake
+        DESTINATION ${KILN_INSTALL_CMAKEDIR})
+# kiln_add_kernel_library, once it exists; kilnConfig.cmake includes it when installed.
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/KilnKernelLibrary.cmake
+        DESTINATION ${KILN_INSTALL_CMAKEDIR} OPTIONAL)
