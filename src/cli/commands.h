@@ -7,6 +7,7 @@
 namespace kiln::cli {
 
 int bench(const std::vector<std::string>& args);
+int bench_kernels(const std::vector<std::string>& args);
 int aot(const std::vector<std::string>& args);
 int models(const std::vector<std::string>& args);
 

@@ -9,6 +9,9 @@ const char* kUsage =
     "commands:\n"
     "  bench [--filter REGEX] [--target host|host-cuda] [--reps N]\n"
     "      run the benchmark workloads eager and compiled; one JSON object per line\n"
+    "  bench-kernels [--filter REGEX] [--target host|host-cuda] [--reps N] [--timeout S]\n"
+    "      time each kernel-library generator under each schedule (manual, default, Halide's\n"
+    "      autoschedulers); a table on stderr, one JSON object per line on stdout\n"
     "  models [--filter REGEX] [--reps N]\n"
     "      run each registered model (seed, mlp, gpt_block) eager, compiled and through the\n"
     "      f64 reference interpreter; print the errors and times\n"
@@ -26,6 +29,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (cmd == "bench") return kiln::cli::bench(args);
+    if (cmd == "bench-kernels") return kiln::cli::bench_kernels(args);
     if (cmd == "aot") return kiln::cli::aot(args);
     if (cmd == "models") return kiln::cli::models(args);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {

@@ -1,0 +1,24 @@
+// One benchmark result as the JSON line `kiln bench` and `kiln bench-kernels` print, the
+// format of ../shared/bench/torch_suite.py:
+//   {"name": ..., "impl": ..., "target": "cpu"|"cuda", "ms": ..., ["GBps"|"TFLOPs": ...,] "runs": ...}
+#pragma once
+
+#include <string>
+
+namespace kiln::cli {
+
+struct BenchRecord {
+  std::string name;
+  std::string impl;
+  std::string target;
+  double ms = 0;
+  int runs = 0;
+  double bytes = 0;  // > 0: report GBps
+  double flops = 0;  // > 0: report TFLOPs
+};
+
+std::string bench_json(const BenchRecord& r);
+// Prints bench_json(r) to stdout, one line, flushed (so a pipe sees it at once).
+void print_bench_json(const BenchRecord& r);
+
+}  // namespace kiln::cli
