@@ -44,7 +44,11 @@ Func matmul_algorithm(const std::vector<Func>& in, const OpCall& c) {
     std::vector<Expr> outer(v.begin() + 2, v.end());
     return algo::broadcast_index(tb, ob, outer);
   };
-  std::vector<Expr> ia = {k, v[1]}, ib = {v[0], k};
+  // Row and column reads are clamped so that a schedule may compute whole register tiles
+  // past the edges (the extra results are never stored).
+  Expr m_in = Halide::clamp(v[1], 0, c.extent(a.shape[a.shape.rank() - 2]) - 1);
+  Expr n_in = Halide::clamp(v[0], 0, c.extent(b.shape[b.shape.rank() - 1]) - 1);
+  std::vector<Expr> ia = {k, m_in}, ib = {n_in, k};
   for (const Expr& e : batch_index(a)) ia.push_back(e);
   for (const Expr& e : batch_index(b)) ib.push_back(e);
   // f16/bf16 accumulate in f32; integers in i64 (then narrow).
