@@ -132,6 +132,46 @@ void schedule_conv_accumulator(Func acc, const Halide::Target& target) {
                       std::to_string(tile_o) + " channels, parallel over rows, input padded per row");
 }
 
+// matmul (see ops/linalg.cpp): its accumulator acc(n, m, batch...) over k. Register tiles
+// of tile_m rows x tile_n columns (a few vectors) accumulate over all of k in registers:
+// per k, tile_n / vw vector loads of b and tile_m broadcasts of a feed tile_m * tile_n / vw
+// FMAs. Row tiles are grouped into blocks so that one column panel of b (k x tile_n) is
+// reused from L2 by every row tile of the block, and the block's rows of a stay in L2 across
+// all column panels. Tiles are rounded up at the edges: matmul clamps its reads, so
+// computing past the end is safe.
+constexpr int kMatmulTileVectors = 2;
+constexpr int kMatmulTileRows = 6;
+constexpr int kMatmulBlockTiles = 8;
+bool is_matmul_accumulator(const Func& f) { return has_prefix(f, "matmul_acc") && f.args().size() >= 2; }
+
+void schedule_matmul_accumulator(Func acc, const Halide::Target& target) {
+  std::vector<Var> v = pure_vars(acc);  // n, m, batch...
+  const int vw = std::max(1, target.natural_vector_size(acc.type()));
+  const int tile_n = kMatmulTileVectors * vw, tile_m = kMatmulTileRows;
+  Func tiled = acc.in();
+  Var no("no"), ni("ni"), mo("mo"), mi("mi"), mb("mb"), mt("mt");
+  tiled.compute_root()
+      .split(v[0], no, ni, tile_n, TailStrategy::RoundUp)
+      .split(v[1], mo, mi, tile_m, TailStrategy::RoundUp)
+      .split(mo, mb, mt, kMatmulBlockTiles, TailStrategy::GuardWithIf)
+      .reorder(ni, mi, mt, no, mb);
+  Var task = mb;
+  for (size_t j = 2; j < v.size(); ++j) {
+    Var fused("mbf" + std::to_string(j));
+    tiled.fuse(task, v[j], fused);
+    task = fused;
+  }
+  tiled.parallel(task).vectorize(ni, vw).unroll(ni).unroll(mi);
+  acc.compute_at(tiled, mt).vectorize(v[0], vw).unroll(v[0]).unroll(v[1]);
+  std::vector<VarOrRVar> order = {v[0], v[1]};
+  for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
+  for (size_t j = 2; j < v.size(); ++j) order.push_back(v[j]);
+  acc.update().reorder(order).vectorize(v[0], vw).unroll(v[0]).unroll(v[1]);
+  log("schedule", acc.name() + ": register tiles of " + std::to_string(tile_m) + " rows x " +
+                      std::to_string(tile_n) + " columns, blocks of " + std::to_string(kMatmulBlockTiles) +
+                      " row tiles in parallel");
+}
+
 // A reduction along rows (softmax's sum, layer norm's moments): the innermost reduction
 // variable is split into vectors of partial results (rfactor), so its body (an exp, a
 // square) runs vectorized, then the vector is reduced. Skipped where Halide cannot prove
@@ -172,7 +212,24 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) 
     schedule_conv_accumulator(acc, target);
     return;
   }
+  if (is_matmul_accumulator(acc)) {
+    schedule_matmul_accumulator(acc, target);
+    return;
+  }
   Halide::Stage update = acc.update();
+  if (stage.pure_innermost && v.size() == 1) {
+    // A column reduction (sum over rows): tasks of contiguous columns, each walking the
+    // reduction with the columns vectorized innermost.
+    const int vw = std::max(1, target.natural_vector_size(acc.type()));
+    Var t("t"), i("i");
+    acc.vectorize(v[0], vw, TailStrategy::GuardWithIf);
+    std::vector<VarOrRVar> order = {i};
+    for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
+    order.push_back(t);
+    update.split(v[0], t, i, 16 * vw, TailStrategy::GuardWithIf).reorder(order).parallel(t).vectorize(i, vw);
+    log("schedule", acc.name() + ": column reduction, tasks of " + std::to_string(16 * vw) + " columns");
+    return;
+  }
   if (!v.empty()) {
     // Tasks split the outermost kept dim.
     acc.parallel(v.back());

@@ -96,7 +96,10 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
     return out;
   }
   Halide::RDom rdom(ranges, op + "_r");
-  std::vector<Expr> idx;
+  // The accumulator has the kept dims only (keepdim's size-1 dims are added back by `out`),
+  // so a schedule sees the dims it can parallelize and vectorize.
+  std::vector<Expr> idx, out_kept;
+  std::vector<Halide::Var> kept;
   int next_rvar = 0, next_out = 0;
   for (int j = 0; j < ri; ++j) {
     int axis = ri - 1 - j;
@@ -105,27 +108,32 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
       idx.push_back(rdom[next_rvar++]);
       if (keepdim) ++next_out;
     } else {
-      idx.push_back(vo[size_t(next_out++)]);
+      Halide::Var k("k" + std::to_string(kept.size()));
+      kept.push_back(k);
+      idx.push_back(k);
+      out_kept.push_back(vo[size_t(next_out++)]);
     }
   }
   Expr x = Halide::cast(at, in[0](idx));
+  // Reading along the innermost input dim: vectorize across it, reduce in the outer loops.
+  const bool innermost_kept = std::find(axes.begin(), axes.end(), ri - 1) == axes.end();
 
   Func acc(op + "_acc");
   if (extremum) {
     bool is_max = r == Reducer::Max;
-    acc(vo) = is_max ? lowest(at) : highest(at);
-    Expr cur = acc(vo);
+    acc(kept) = is_max ? lowest(at) : highest(at);
+    Expr cur = acc(kept);
     Expr best = is_max ? Halide::max(cur, x) : Halide::min(cur, x);
-    acc(vo) = at.is_float() ? algo::propagate_nan(cur, algo::propagate_nan(x, best)) : best;
+    acc(kept) = at.is_float() ? algo::propagate_nan(cur, algo::propagate_nan(x, best)) : best;
   } else if (r == Reducer::Prod) {
-    acc(vo) = Halide::cast(at, 1);
-    acc(vo) *= x;
+    acc(kept) = Halide::cast(at, 1);
+    acc(kept) *= x;
   } else {
-    acc(vo) = Halide::cast(at, 0);
-    acc(vo) += x;
+    acc(kept) = Halide::cast(at, 0);
+    acc(kept) += x;
   }
-  c.stages->push_back({acc});
-  Expr result = acc(vo);
+  c.stages->push_back({acc, /*pure_innermost=*/innermost_kept});
+  Expr result = acc(out_kept);
   if (r == Reducer::Mean) result = result / Halide::cast(at, count);
   out(vo) = algo::to_storage(result, c.output.dtype);
   return out;
