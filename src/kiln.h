@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "autodiff/autograd.h"

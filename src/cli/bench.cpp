@@ -72,7 +72,17 @@ std::pair<double, int> measure(const std::function<Tensor()>& fn, int reps, doub
   return {ms[ms.size() / 2], int(ms.size())};
 }
 
-void report(const Workload& w, const std::string& impl, const std::string& target, double ms, int runs) {
+// Bytes allocated above what was held before one call (tensors, including the outputs,
+// and compiled kernels' heap scratch), at the call's highest point.
+double peak_megabytes(const std::function<Tensor()>& fn) {
+  reset_peak_memory();
+  const int64_t before = memory_stats().live_bytes;
+  apps::sync(fn());
+  return double(memory_stats().peak_bytes - before) / 1e6;
+}
+
+void report(const Workload& w, const std::string& impl, const std::string& target, double ms, int runs,
+            double peak_mb) {
   std::ostringstream os;
   os.setf(std::ios::fixed);
   os.precision(4);
@@ -86,7 +96,8 @@ void report(const Workload& w, const std::string& impl, const std::string& targe
     os.precision(3);
     os << ", \"TFLOPs\": " << w.flops / ms / 1e9;
   }
-  os << ", \"runs\": " << runs << "}";
+  os.precision(1);
+  os << ", \"peak_MB\": " << peak_mb << ", \"runs\": " << runs << "}";
   std::cout << os.str() << std::endl;
 }
 
@@ -175,10 +186,12 @@ int bench(const std::vector<std::string>& argv) {
     TensorFn fn = w.multi ? w.multi : TensorFn([f = w.fn](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in)}; });
     auto compiled = compile(fn, opts);
     // All outputs come from one stream: synchronizing on the first waits for the rest.
-    auto [eager_ms, eager_runs] = measure([&] { return fn(w.inputs)[0]; }, a.reps, a.max_seconds);
-    report(w, "kiln-eager", label, eager_ms, eager_runs);
-    auto [comp_ms, comp_runs] = measure([&] { return compiled(w.inputs)[0]; }, a.reps, a.max_seconds);
-    report(w, "kiln-compiled", label, comp_ms, comp_runs);
+    std::function<Tensor()> eager = [&] { return fn(w.inputs)[0]; };
+    std::function<Tensor()> comp = [&] { return compiled(w.inputs)[0]; };
+    auto [eager_ms, eager_runs] = measure(eager, a.reps, a.max_seconds);
+    report(w, "kiln-eager", label, eager_ms, eager_runs, peak_megabytes(eager));
+    auto [comp_ms, comp_runs] = measure(comp, a.reps, a.max_seconds);
+    report(w, "kiln-compiled", label, comp_ms, comp_runs, peak_megabytes(comp));
   }
   return 0;
 }

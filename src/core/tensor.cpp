@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/memory.h"
 
 namespace kiln {
 
@@ -49,7 +50,8 @@ Tensor generate(const Shape& shape, DType dtype, Fn value_at) {
 Tensor::Tensor(DType dtype, const std::vector<int64_t>& sizes) {
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = {dtype, Shape(sizes)};
-  impl->buffer = Halide::Runtime::Buffer<void>(to_halide_type(dtype), halide_sizes(sizes));
+  impl->buffer = Halide::Runtime::Buffer<void>(to_halide_type(dtype), nullptr, halide_sizes(sizes));
+  impl->buffer.allocate(detail::tracked_malloc, detail::tracked_free);
   impl_ = std::move(impl);
 }
 
@@ -105,7 +107,7 @@ Tensor Tensor::to_host() const {
   if (!impl_->device.is_cuda()) return *this;
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = impl_->meta;
-  impl->buffer = buf.copy();
+  impl->buffer = buf.copy(detail::tracked_malloc, detail::tracked_free);
   return Tensor(std::move(impl));
 }
 
@@ -127,7 +129,7 @@ Tensor Tensor::clone() const {
   Tensor host = to_host();
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = impl_->meta;
-  impl->buffer = host.impl_->buffer.copy();
+  impl->buffer = host.impl_->buffer.copy(detail::tracked_malloc, detail::tracked_free);
   Tensor copy(std::move(impl));
   return impl_->device.is_cuda() ? copy.to(impl_->device) : copy;
 }

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory.h"
 #include "graph/interpreter.h"
 #include "lower/default_schedule.h"
 #include "ops/op.h"
@@ -26,6 +27,9 @@ struct ErrorCollectingContext : Halide::JITUserContext {
     handlers.custom_error = [](Halide::JITUserContext* ctx, const char* msg) {
       static_cast<ErrorCollectingContext*>(ctx)->message += msg;
     };
+    // Heap scratch buffers count towards kiln's memory statistics.
+    handlers.custom_malloc = [](Halide::JITUserContext*, size_t bytes) { return detail::tracked_malloc(bytes); };
+    handlers.custom_free = [](Halide::JITUserContext*, void* ptr) { detail::tracked_free(ptr); };
   }
 };
 
