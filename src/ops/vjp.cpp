@@ -181,6 +181,22 @@ std::map<std::string, VjpFn> reduce_rules() {
     Tensor ties = sum(hit, axes, /*keepdim=*/true);
     return Grads{hit * (with_kept_dims(v.grad, axes, keep) / ties)};
   };
+  // prod: d prod / d x_i is the product of the others. Dividing prod by x_i is wrong where
+  // x_i = 0, so count zeros per reduced group: none, the usual prod / x; one, only the zero
+  // gets the product of the non-zeros; two or more, every derivative is zero.
+  r["prod"] = [](const VjpArgs& v) {
+    const Tensor& x = v.inputs[0];
+    std::vector<int64_t> axes = reduced_axes(x, v.attrs);
+    bool keep = v.attrs.get_bool("keepdim");
+    Tensor is_zero = eq(x, 0.0);
+    Tensor zeros = sum(cast(is_zero, x.dtype()), axes, /*keepdim=*/true);
+    Tensor one = scalar(1.0, x.dtype()), zero = scalar(0.0, x.dtype());
+    Tensor safe_x = where(is_zero, one, x);
+    Tensor nonzero_prod = prod(safe_x, axes, /*keepdim=*/true);
+    Tensor others = where(eq(zeros, 0.0), with_kept_dims(v.output, axes, keep) / safe_x,
+                          where(logical_and(eq(zeros, 1.0), is_zero), nonzero_prod, zero));
+    return Grads{others * with_kept_dims(v.grad, axes, keep)};
+  };
   r["max"] = extreme;
   r["min"] = extreme;
   r["softmax"] = [](const VjpArgs& v) {
@@ -435,7 +451,10 @@ void attach_vjp_rules(std::vector<OpDef>& ops) {
     rules.merge(family());
   // Piecewise constant, integer-valued or random: the gradient is zero where defined.
   static const std::set<std::string> zero = {"floor", "ceil", "round", "argmax", "one_hot", "arange",
-                                             "uniform_like", "normal_like", "scalar"};
+                                             "uniform_like", "normal_like", "scalar",
+                                             // bool outputs: comparisons and logic
+                                             "eq", "ne", "lt", "le", "gt", "ge",
+                                             "logical_and", "logical_or", "logical_not"};
   // Windowed ops whose gradients Halide derives from their algorithms (checked against
   // finite differences in tests/autodiff/grad_test.cpp). max_pool2d has a rule above:
   // Halide cannot differentiate a max reduction.
