@@ -108,8 +108,14 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> differentiate(const TensorFn
   // tensor passed twice, or also captured by fn, is told apart from the argument.
   std::vector<Tensor> args = inputs, diff_args;
   for (int a : argnums) {
-    args[size_t(a)] = Tensor(std::make_shared<TensorImpl>(*inputs[size_t(a)].impl()));
+    const Tensor& in = inputs[size_t(a)];
+    args[size_t(a)] = Tensor(std::make_shared<TensorImpl>(*in.impl()));
     diff_args.push_back(args[size_t(a)]);
+    // Outer tapes (a grad of this grad) see the fresh handle as an identity of the input,
+    // so higher derivatives flow through it.
+    std::vector<int64_t> identity(size_t(in.rank()));
+    for (int64_t d = 0; d < in.rank(); ++d) identity[size_t(d)] = d;
+    Tape::record("permute", {in}, {{"dims", identity}}, args[size_t(a)]);
   }
   std::vector<Tensor> outputs;
   std::vector<TapeEntry> entries;

@@ -93,3 +93,18 @@ TEST(HalideAdjoint, BackwardThroughAUserOpPyTorchStyle) {
 }
 
 }  // namespace
+
+// Halide's adjoints are first-order: differentiating one again is a clear error.
+TEST(HalideAdjoint, SecondDerivativeSaysWhatIsMissing) {
+  register_weighted_blur();
+  Tensor x = rand({9}, 1, -1, 1, DType::F64), w = rand({3}, 2, -1, 1, DType::F64);
+  auto inner = [w](const Tensor& a) { return sum(sin(weighted_blur(a, w))); };
+  auto outer = [inner](const Tensor& a) { return sum(grad(inner)({a})[0]); };
+  try {
+    grad(outer)({x});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("halide_adjoint"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no VJP"), std::string::npos) << e.what();
+  }
+}
