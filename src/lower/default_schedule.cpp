@@ -1,5 +1,7 @@
 #include "lower/default_schedule.h"
 
+#include <set>
+
 #include "core/log.h"
 
 namespace kiln {
@@ -268,7 +270,13 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) 
 
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target) {
   for (const StageInfo& s : lowered.stages) schedule_accumulator(s, target);
+  // A value that feeds several contractions (a ResNet block's input feeds the main and the
+  // downsample convolutions) is listed once per use but scheduled once; outputs get
+  // their own schedule below.
+  std::set<std::string> scheduled;
+  for (const Func& out : lowered.outputs) scheduled.insert(out.name());
   for (Func& f : lowered.contraction_operands) {
+    if (!scheduled.insert(f.name()).second) continue;
     f.compute_root();
     std::vector<Var> v = pure_vars(f);
     if (target.has_gpu_feature()) {

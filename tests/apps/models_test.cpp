@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "kiln.h"
+#include "lower/kernel.h"
+#include "lower/target.h"
 #include "models/models.h"
 
 using namespace kiln;
@@ -24,6 +26,21 @@ TEST(Models, Seed) { expect_model_matches(apps::make_seed(1000)); }
 TEST(Models, Mlp) { expect_model_matches(apps::make_mlp({8, 32, 48, 5})); }
 TEST(Models, GptBlock) { expect_model_matches(apps::make_gpt_block({2, 16, 32, 4})); }
 TEST(Models, ResNet18) { expect_model_matches(apps::make_resnet18({2, 16, 3, 8, 5})); }
+
+// Every model's CUDA code generates without a GPU (CI has none): lowering, the default GPU
+// schedule and PTX generation. (ResNet's block inputs feed two convolutions each.)
+TEST(Models, EveryModelGeneratesCudaCode) {
+  Halide::Target cuda = parse_target("host-cuda");
+  for (const apps::Model& m : {apps::make_seed(1000), apps::make_mlp({8, 32, 48, 5}),
+                               apps::make_gpt_block({2, 16, 32, 4}), apps::make_resnet18({2, 16, 3, 8, 5})}) {
+    SCOPED_TRACE(m.name);
+    Graph g = trace(m.forward, m.inputs);
+    EXPECT_NO_THROW({
+      LoweredGraph lowered = lower_and_schedule(g, cuda);
+      lowered.pipeline().compile_to_module(lowered.arguments(), m.name, cuda);
+    });
+  }
+}
 
 TEST(Models, GptBlockIsCausal) {
   // Changing the last token must not change the outputs of earlier tokens.
