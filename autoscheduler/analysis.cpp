@@ -1,0 +1,254 @@
+#include "analysis.h"
+
+#include <algorithm>
+
+namespace kiln::autoschedule {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+// Arithmetic per evaluation of an expression: one per operation, ten per transcendental
+// call (exp, log, sin: polynomial approximations), none for loads and index math on ints.
+class FlopCounter : public IRVisitor {
+ public:
+  double flops = 0;
+
+ private:
+  using IRVisitor::visit;
+  void count(const Type& t) {
+    if (t.is_float()) flops += 1;
+  }
+  void visit(const Add* op) override { count(op->type), IRVisitor::visit(op); }
+  void visit(const Sub* op) override { count(op->type), IRVisitor::visit(op); }
+  void visit(const Mul* op) override { count(op->type), IRVisitor::visit(op); }
+  void visit(const Div* op) override { flops += op->type.is_float() ? 4 : 0, IRVisitor::visit(op); }
+  void visit(const Min* op) override { count(op->type), IRVisitor::visit(op); }
+  void visit(const Max* op) override { count(op->type), IRVisitor::visit(op); }
+  void visit(const Select* op) override { flops += 1, IRVisitor::visit(op); }
+  void visit(const Call* op) override {
+    if (op->call_type == Call::PureExtern) flops += 10;
+    IRVisitor::visit(op);
+  }
+};
+
+double flops_of(const std::vector<Expr>& exprs) {
+  FlopCounter c;
+  for (const Expr& e : exprs) e.accept(&c);
+  return c.flops;
+}
+
+// A definition that is one load (of a Func or buffer), possibly cast: inlining it costs
+// nothing but the load itself.
+bool is_trivial(const Function& f) {
+  if (f.has_update_definition() || f.has_extern_definition() || f.values().size() != 1) return false;
+  Expr e = f.values()[0];
+  while (const Cast* c = e.as<Cast>()) e = c->value;
+  const Call* call = e.as<Call>();
+  return call && (call->call_type == Call::Halide || call->call_type == Call::Image);
+}
+
+// Calls to Funcs in an expression, counted per callee.
+class CallCounter : public IRVisitor {
+ public:
+  std::map<std::string, int> calls;
+
+ private:
+  using IRVisitor::visit;
+  void visit(const Call* op) override {
+    if (op->call_type == Call::Halide) calls[op->name]++;
+    IRVisitor::visit(op);
+  }
+};
+
+class Mentions : public IRVisitor {
+ public:
+  explicit Mentions(std::string var) : var_(std::move(var)) {}
+  bool found = false;
+
+ private:
+  using IRVisitor::visit;
+  void visit(const Variable* v) override { found |= v->name == var_; }
+  std::string var_;
+};
+
+bool mentions(const Expr& e, const std::string& var) {
+  Mentions m(var);
+  e.accept(&m);
+  return m.found;
+}
+
+// Does some load that depends on a reduction var use `var` in its innermost argument
+// (Halide dim 0), so that consecutive values of `var` read consecutive addresses?
+// (Loads that no reduction var reaches, softmax's max in its sum, do not count.)
+class InnermostReader : public IRVisitor {
+ public:
+  InnermostReader(std::string var, const std::vector<std::string>& rvars) : var_(std::move(var)), rvars_(rvars) {}
+  bool found = false;
+
+ private:
+  using IRVisitor::visit;
+  void visit(const Call* c) override {
+    if ((c->call_type == Call::Halide || c->call_type == Call::Image) && !c->args.empty() &&
+        mentions(c->args[0], var_)) {
+      for (const Expr& a : c->args) {
+        for (const std::string& r : rvars_) found |= mentions(a, r);
+      }
+    }
+    IRVisitor::visit(c);
+  }
+  std::string var_;
+  const std::vector<std::string>& rvars_;
+};
+
+bool read_innermost_by(const Expr& e, const std::string& var, const std::vector<std::string>& rvars) {
+  InnermostReader r(var, rvars);
+  e.accept(&r);
+  return r.found;
+}
+
+ReductionKind classify(const Function& f, const std::vector<std::string>& rvars) {
+  if (!f.has_update_definition()) return ReductionKind::None;
+  if (f.updates().size() != 1 || rvars.empty() || f.values().size() != 1) return ReductionKind::Other;
+  const Definition& u = f.updates()[0];
+  // The update must store to its own pure vars (not a scatter).
+  for (size_t i = 0; i < u.args().size(); ++i) {
+    const Variable* v = u.args()[i].as<Variable>();
+    if (!v || v->name != f.args()[i]) return ReductionKind::Other;
+  }
+  const std::vector<std::string>& vars = f.args();
+  if (vars.empty()) return ReductionKind::Total;
+  const Expr value = u.values()[0];
+  if (read_innermost_by(value, vars[0], rvars)) {
+    return vars.size() >= 2 ? ReductionKind::Contraction : ReductionKind::Column;
+  }
+  return read_innermost_by(value, rvars[0], rvars) ? ReductionKind::Row : ReductionKind::Other;
+}
+
+std::optional<int64_t> const_of(const Expr& e) {
+  if (!e.defined()) return std::nullopt;
+  Expr s = simplify(substitute_var_estimates(e));
+  if (auto v = as_const_int(s)) return *v;
+  return std::nullopt;
+}
+
+}  // namespace
+
+double FuncInfo::points() const {
+  double p = 1;
+  for (int64_t e : extents) p *= double(e);
+  return p;
+}
+
+double FuncInfo::reduction_trips() const {
+  double p = 1;
+  for (int64_t e : rvar_extents) p *= double(e);
+  return p;
+}
+
+PipelineInfo analyze(const Pipeline& pipeline) {
+  PipelineInfo info;
+  std::vector<Function> outputs;
+  std::map<std::string, Function> env;
+  for (const Func& out : pipeline.outputs()) {
+    outputs.push_back(out.function());
+    env.emplace(out.name(), out.function());
+    for (const auto& [name, f] : find_transitive_calls(out.function())) env.emplace(name, f);
+  }
+  info.order = topological_order(outputs, env);
+
+  for (const std::string& name : info.order) {
+    const Function& f = env.at(name);
+    FuncInfo fi;
+    fi.function = f;
+    fi.name = name;
+    fi.vars = f.args();
+    fi.bytes = std::max(1, f.output_types()[0].bytes());
+    fi.trivial = is_trivial(f);
+    fi.flops_per_point = f.has_extern_definition() ? 0 : flops_of(f.values());
+    for (const Function& o : outputs) fi.is_output |= o.name() == name;
+    if (f.has_update_definition()) {
+      const Definition& u = f.updates()[0];
+      fi.update_flops = flops_of(u.values());
+      if (u.schedule().rvars().size()) {
+        for (const ReductionVariable& rv : u.schedule().rvars()) {
+          fi.rvars.push_back(rv.var);
+          std::optional<int64_t> e = const_of(rv.extent);
+          if (!e) info.warnings.push_back(name + ": reduction " + rv.var + " has no size at the estimates; assuming " +
+                                          std::to_string(kDefaultExtent));
+          fi.rvar_extents.push_back(e ? *e : kDefaultExtent);
+        }
+      }
+    }
+    fi.reduction = classify(f, fi.rvars);
+    info.funcs.emplace(name, std::move(fi));
+  }
+
+  // Regions, consumers before producers: outputs from their estimates, every other Func
+  // from the boxes its (already sized) callers require.
+  std::map<std::string, Box> required;
+  for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
+    FuncInfo& fi = info.funcs.at(*it);
+    const Function& f = fi.function;
+    fi.extents.assign(fi.vars.size(), kDefaultExtent);
+    std::vector<int64_t> mins(fi.vars.size(), 0);
+    if (fi.is_output) {
+      std::map<std::string, Bound> est;
+      for (const Bound& b : f.schedule().estimates()) est[b.var] = b;
+      for (size_t d = 0; d < fi.vars.size(); ++d) {
+        auto b = est.find(fi.vars[d]);
+        std::optional<int64_t> mn = b == est.end() ? std::nullopt : const_of(b->second.min);
+        std::optional<int64_t> ex = b == est.end() ? std::nullopt : const_of(b->second.extent);
+        if (!mn || !ex) {
+          info.warnings.push_back("output " + fi.name + " has no estimate for dim " + std::to_string(d) + " (" +
+                                  fi.vars[d] + "); assuming extent " + std::to_string(kDefaultExtent) +
+                                  " (set one with Func::set_estimate or Output::set_estimates)");
+        } else {
+          mins[d] = *mn, fi.extents[d] = std::max<int64_t>(1, *ex);
+        }
+      }
+    } else if (auto r = required.find(fi.name); r != required.end()) {
+      for (size_t d = 0; d < fi.vars.size() && d < r->second.size(); ++d) {
+        std::optional<int64_t> lo = const_of(r->second[d].min), hi = const_of(r->second[d].max);
+        // Data-dependent reads (gather) have no bounds: the default stands.
+        if (lo && hi) mins[d] = *lo, fi.extents[d] = std::max<int64_t>(1, *hi - *lo + 1);
+      }
+    }
+    if (f.has_extern_definition()) continue;
+    // What this Func's definitions read, with its vars over its region and each
+    // reduction var over its domain.
+    Scope<Interval> scope;
+    for (size_t d = 0; d < fi.vars.size(); ++d) {
+      scope.push(fi.vars[d], Interval(Expr(int(mins[d])), Expr(int(mins[d] + fi.extents[d] - 1))));
+    }
+    std::vector<Expr> exprs = f.values();
+    for (const Definition& u : f.updates()) {
+      for (const ReductionVariable& rv : u.schedule().rvars()) {
+        if (scope.contains(rv.var)) continue;
+        Expr mn = simplify(substitute_var_estimates(rv.min)), ex = simplify(substitute_var_estimates(rv.extent));
+        scope.push(rv.var, Interval(mn, simplify(mn + ex - 1)));
+      }
+      for (const Expr& e : u.values()) exprs.push_back(e);
+      for (const Expr& e : u.args()) exprs.push_back(e);
+      CallCounter cc;
+      for (const Expr& e : u.values()) e.accept(&cc);
+      for (const auto& [callee, n] : cc.calls) fi.calls_in_update[callee] += n;
+    }
+    CallCounter all;
+    for (const Expr& e : exprs) e.accept(&all);
+    for (const auto& [callee, n] : all.calls) {
+      if (callee != fi.name && info.funcs.count(callee)) info.funcs.at(callee).callers[fi.name] += n;
+    }
+    for (const Expr& e : exprs) {
+      for (auto& [callee, box] : boxes_required(e, scope)) {
+        if (callee == fi.name || !info.funcs.count(callee)) continue;
+        auto [slot, fresh] = required.emplace(callee, box);
+        if (!fresh) merge_boxes(slot->second, box);
+      }
+    }
+  }
+  return info;
+}
+
+}  // namespace kiln::autoschedule

@@ -1,0 +1,57 @@
+// What the search needs to know about a pipeline, computed once: every Func's region
+// (from the outputs' estimates, pushed through Halide's bounds inference at the estimated
+// sizes), its cost per point, who calls it, and what kind of stage it is.
+#pragma once
+
+#include <Halide.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::autoschedule {
+
+// How a reduction's update reads its operands, which decides how it is tiled.
+enum class ReductionKind {
+  None,         // no update definition (pure)
+  Contraction,  // pure innermost dim read contiguously, reduced dims shared: matmul, conv
+  Row,          // reduces along the operand's contiguous dim: softmax's max and sum
+  Column,       // one pure dim, read contiguously, reduced over outer dims
+  Total,        // every dim reduced: a scalar
+  Other,        // anything else (scatters, several updates): computed at root, serial
+};
+
+struct FuncInfo {
+  Halide::Internal::Function function;
+  std::string name;
+  bool is_output = false;
+  std::vector<std::string> vars;       // pure args, innermost first
+  std::vector<int64_t> extents;        // region at the estimates, innermost first
+  int bytes = 4;                       // bytes per element
+  double flops_per_point = 0;          // of the pure definition
+  double update_flops = 0;             // of the update, per reduction iteration
+  std::vector<std::string> rvars;      // the update's reduction vars, innermost first
+  std::vector<int64_t> rvar_extents;
+  ReductionKind reduction = ReductionKind::None;
+  bool trivial = false;                // a pure load (wrapper, cast, reshape): free to inline
+  std::map<std::string, int> callers;  // Func name -> calls in its definitions
+  std::map<std::string, int64_t> calls_in_update;  // Func name -> calls from this one's update
+
+  double points() const;
+  double reduction_trips() const;  // product of rvar extents (1 without an update)
+  double bytes_total() const { return points() * bytes; }
+};
+
+struct PipelineInfo {
+  std::vector<std::string> order;  // topological: producers first (pipeline.get_func order)
+  std::map<std::string, FuncInfo> funcs;
+  std::vector<std::string> warnings;  // missing estimates and the defaults used instead
+  const FuncInfo& at(const std::string& name) const { return funcs.at(name); }
+};
+
+// Extent assumed for a dimension without an estimate.
+constexpr int64_t kDefaultExtent = 256;
+
+PipelineInfo analyze(const Halide::Pipeline& pipeline);
+
+}  // namespace kiln::autoschedule

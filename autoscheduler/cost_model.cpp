@@ -1,0 +1,55 @@
+#include "cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace kiln::autoschedule {
+
+double bandwidth_for(double working_set, const MachineModel& m, bool* per_core) {
+  *per_core = true;
+  if (working_set <= double(m.l1)) return m.l1_gbps * 1e9;
+  if (working_set <= double(m.l2)) return m.l2_gbps * 1e9;
+  if (working_set <= double(m.l3)) return m.l3_gbps * 1e9;
+  *per_core = false;
+  return m.dram_gbps * 1e9;
+}
+
+Prediction predict(const StagePlan& plan, const MachineModel& m) {
+  Prediction p;
+  const double tasks = std::max(1.0, plan.tasks);
+  const double cores = std::min(double(m.cores), tasks);
+  const double waves = std::ceil(tasks / double(m.cores));
+  // Vector arithmetic issues one FMA (2 flops x lanes) per unit per cycle.
+  const int lanes = std::max(1, plan.lanes);
+  double arith_cycles = plan.flops / (2.0 * lanes) / m.fma_units;
+  double load_cycles = plan.loads / m.load_ports;
+  // A register tile larger than the register file spills: the spilled share of the
+  // registers costs a reload (on the load ports) and a store (one store port) for every
+  // arithmetic instruction that uses them.
+  if (plan.vector_registers > m.registers) {
+    const double spilled = double(plan.vector_registers - m.registers) / plan.vector_registers;
+    load_cycles += spilled * plan.flops / (2.0 * lanes) * (1.0 / m.load_ports + 1.0);
+  }
+  p.compute_s = std::max(arith_cycles, load_cycles) / (cores * m.ghz * 1e9);
+  for (const Stream& s : plan.streams) {
+    bool per_core = false;
+    const double bw = bandwidth_for(s.working_set, m, &per_core);
+    p.memory_s += s.bytes / (per_core ? bw * cores : bw);
+  }
+  // Serial stages have no imbalance; a parallel one with fewer tasks than cores already
+  // uses fewer cores above, so only the last partial wave counts here.
+  const double waste = tasks < m.cores ? 1.0 : waves * m.cores / tasks;
+  p.overhead_s = tasks > 1 ? tasks * m.task_us * 1e-6 / cores : 0.0;
+  p.total_s = (p.compute_s + p.memory_s) * waste + p.overhead_s;
+  return p;
+}
+
+std::string Prediction::str() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.3g ms (compute %.3g, memory %.3g, tasks %.3g)", total_s * 1e3, compute_s * 1e3,
+                memory_s * 1e3, overhead_s * 1e3);
+  return buf;
+}
+
+}  // namespace kiln::autoschedule

@@ -1,0 +1,164 @@
+#include "machine_model.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace kiln::autoschedule {
+
+namespace {
+
+// "32K", "512K", "32768K", "8M" from /sys/.../cache/indexN/size; -1 when absent.
+int64_t read_cache_size(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  if (!(f >> s) || s.empty()) return -1;
+  int64_t mult = 1;
+  if (s.back() == 'K') mult = 1 << 10;
+  if (s.back() == 'M') mult = 1 << 20;
+  if (mult != 1) s.pop_back();
+  try {
+    return std::stoll(s) * mult;
+  } catch (...) {
+    return -1;
+  }
+}
+
+std::string read_word(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  f >> s;
+  return s;
+}
+
+// Fills l1/l2/l3 from sysfs: each indexN directory has level, type and size. Levels
+// that are not there keep their defaults (containers without sysfs, unusual CPUs).
+void detect_caches(MachineModel& m) {
+  const std::string base = "/sys/devices/system/cpu/cpu0/cache/index";
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = base + std::to_string(i) + "/";
+    const std::string level = read_word(dir + "level"), type = read_word(dir + "type");
+    const int64_t size = read_cache_size(dir + "size");
+    if (level.empty() || size <= 0 || type == "Instruction") continue;
+    if (level == "1") m.l1 = size;
+    if (level == "2") m.l2 = size;
+    if (level == "3") m.l3 = size;
+  }
+}
+
+// Each key with a setter; numbers are parsed as double and rounded for integer fields.
+using Setter = std::function<void(MachineModel&, double)>;
+const std::map<std::string, Setter>& setters() {
+  static const std::map<std::string, Setter> s = {
+      {"cores", [](MachineModel& m, double v) { m.cores = int(v); }},
+      {"vector_bits", [](MachineModel& m, double v) { m.vector_bits = int(v); }},
+      {"fma_units", [](MachineModel& m, double v) { m.fma_units = int(v); }},
+      {"load_ports", [](MachineModel& m, double v) { m.load_ports = int(v); }},
+      {"registers", [](MachineModel& m, double v) { m.registers = int(v); }},
+      {"ghz", [](MachineModel& m, double v) { m.ghz = v; }},
+      {"l1", [](MachineModel& m, double v) { m.l1 = int64_t(v); }},
+      {"l2", [](MachineModel& m, double v) { m.l2 = int64_t(v); }},
+      {"l3", [](MachineModel& m, double v) { m.l3 = int64_t(v); }},
+      {"l1_gbps", [](MachineModel& m, double v) { m.l1_gbps = v; }},
+      {"l2_gbps", [](MachineModel& m, double v) { m.l2_gbps = v; }},
+      {"l3_gbps", [](MachineModel& m, double v) { m.l3_gbps = v; }},
+      {"dram_gbps", [](MachineModel& m, double v) { m.dram_gbps = v; }},
+      {"task_us", [](MachineModel& m, double v) { m.task_us = v; }},
+      {"sm_count", [](MachineModel& m, double v) { m.sm_count = int(v); }},
+      {"smem_per_block", [](MachineModel& m, double v) { m.smem_per_block = int64_t(v); }},
+      {"regs_per_sm", [](MachineModel& m, double v) { m.regs_per_sm = int(v); }},
+      {"gpu_dram_gbps", [](MachineModel& m, double v) { m.gpu_dram_gbps = v; }},
+  };
+  return s;
+}
+
+std::string known_keys() {
+  std::string k;
+  for (const auto& [name, set] : setters()) k += (k.empty() ? "" : ", ") + name;
+  return k;
+}
+
+}  // namespace
+
+int MachineModel::lanes(const Halide::Type& t) const { return std::max(1, vector_bits / std::max(8, t.bits())); }
+
+double MachineModel::peak_flops() const { return double(cores) * fma_units * (vector_bits / 32) * 2.0 * ghz * 1e9; }
+
+std::string MachineModel::str() const {
+  std::ostringstream o;
+  o << "cores=" << cores << " vector_bits=" << vector_bits << " fma_units=" << fma_units
+    << " load_ports=" << load_ports << " registers=" << registers << " ghz=" << ghz << " l1=" << l1
+    << " l2=" << l2 << " l3=" << l3 << " l1_gbps=" << l1_gbps << " l2_gbps=" << l2_gbps
+    << " l3_gbps=" << l3_gbps << " dram_gbps=" << dram_gbps << " task_us=" << task_us
+    << " sm_count=" << sm_count << " smem_per_block=" << smem_per_block << " regs_per_sm=" << regs_per_sm
+    << " gpu_dram_gbps=" << gpu_dram_gbps << " (peak " << peak_flops() / 1e9 << " GFLOP/s f32)";
+  return o.str();
+}
+
+void apply_overrides(MachineModel& m, const std::string& spec) {
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string key = eq == std::string::npos ? item : item.substr(0, eq);
+    auto it = setters().find(key);
+    if (eq == std::string::npos || it == setters().end()) {
+      user_error("KILN_MACHINE: '", item, "' is not key=value with a known key; the keys are: ", known_keys(),
+                 " (e.g. KILN_MACHINE=cores=16,l2=1048576)");
+    }
+    char* end = nullptr;
+    const std::string value = item.substr(eq + 1);
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(v > 0)) {
+      user_error("KILN_MACHINE: the value of '", key, "' must be a positive number, not '", value, "'");
+    }
+    it->second(m, v);
+  }
+}
+
+// sm_80 (A100): 108 SMs, 48 KiB of shared memory per block without opting in (up to
+// 163 KiB with it), 64K registers per SM, 1.5 TB/s. sm_90 (H100 SXM): 132 SMs, the same
+// 48 KiB default (227 KiB opted in), 64K registers, 3.35 TB/s.
+void set_gpu_defaults(MachineModel& m, int cuda_capability) {
+  m.smem_per_block = 48 << 10;
+  m.regs_per_sm = 65536;
+  if (cuda_capability >= 90) {
+    m.sm_count = 132;
+    m.gpu_dram_gbps = 3350;
+  } else {
+    m.sm_count = 108;
+    m.gpu_dram_gbps = 1555;
+  }
+}
+
+// CPU defaults where nothing is detected: one core, a 2.5 GHz core with two vector FMA
+// units and two load ports (every x86 core since Haswell/Zen 2), 32 KiB L1, 512 KiB L2,
+// 16 MiB L3; bandwidths per core of ~40/20/10 bytes per cycle for L1/L2/L3 and 20 GB/s
+// of DRAM for the socket (a modest server's share per VM).
+MachineModel machine_model(const Halide::Target& target) {
+  MachineModel m;
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  m.cores = n > 0 ? int(n) : 1;
+  if (target.has_feature(Halide::Target::AVX512)) {
+    m.vector_bits = 512;
+    m.registers = 32;
+  } else if (target.has_feature(Halide::Target::AVX2) || target.has_feature(Halide::Target::AVX)) {
+    m.vector_bits = 256;
+  } else if (target.arch == Halide::Target::ARM) {
+    m.vector_bits = 128;
+    m.registers = 32;
+  }
+  detect_caches(m);
+  set_gpu_defaults(m, target.has_feature(Halide::Target::CUDA) ? target.get_cuda_capability_lower_bound() : 80);
+  if (const char* env = std::getenv("KILN_MACHINE")) apply_overrides(m, env);
+  return m;
+}
+
+}  // namespace kiln::autoschedule

@@ -1,0 +1,173 @@
+#include "schedule_writer.h"
+
+#include <cctype>
+
+#include "core/error.h"
+
+namespace kiln::autoschedule {
+
+namespace {
+
+const char* tail_name(Halide::TailStrategy t) {
+  switch (t) {
+    case Halide::TailStrategy::RoundUp: return "TailStrategy::RoundUp";
+    case Halide::TailStrategy::GuardWithIf: return "TailStrategy::GuardWithIf";
+    case Halide::TailStrategy::ShiftInwards: return "TailStrategy::ShiftInwards";
+    default: return "TailStrategy::Auto";
+  }
+}
+
+}  // namespace
+
+// ---- StageWriter -------------------------------------------------------------------
+
+Halide::VarOrRVar StageWriter::var(const std::string& name) const {
+  if (w_->rvars_.count(name)) return Halide::RVar(name);
+  return Halide::Var(name);
+}
+
+void StageWriter::emit(const std::string& call) { w_->lines_.push_back(cpp_ + "." + call + ";"); }
+
+StageWriter& StageWriter::split(const std::string& old, const std::string& outer, const std::string& inner,
+                                int factor, Halide::TailStrategy tail) {
+  if (w_->rvars_.count(old)) w_->rvars_.insert({outer, inner});
+  stage_.split(var(old), var(outer), var(inner), factor, tail);
+  emit("split(" + w_->var_ref(old) + ", " + w_->var_ref(outer) + ", " + w_->var_ref(inner) + ", " +
+       std::to_string(factor) + ", " + tail_name(tail) + ")");
+  return *this;
+}
+
+StageWriter& StageWriter::fuse(const std::string& inner, const std::string& outer, const std::string& fused) {
+  if (w_->rvars_.count(inner) || w_->rvars_.count(outer)) w_->rvars_.insert(fused);
+  stage_.fuse(var(inner), var(outer), var(fused));
+  emit("fuse(" + w_->var_ref(inner) + ", " + w_->var_ref(outer) + ", " + w_->var_ref(fused) + ")");
+  return *this;
+}
+
+StageWriter& StageWriter::reorder(const std::vector<std::string>& innermost_first) {
+  std::vector<Halide::VarOrRVar> vars;
+  std::string args;
+  for (const std::string& v : innermost_first) {
+    vars.push_back(var(v));
+    args += (args.empty() ? "" : ", ") + w_->var_ref(v);
+  }
+  stage_.reorder(vars);
+  emit("reorder({" + args + "})");
+  return *this;
+}
+
+StageWriter& StageWriter::vectorize(const std::string& v, int width, Halide::TailStrategy tail) {
+  stage_.vectorize(var(v), width, tail);
+  emit("vectorize(" + w_->var_ref(v) + ", " + std::to_string(width) + ", " + tail_name(tail) + ")");
+  return *this;
+}
+
+StageWriter& StageWriter::vectorize(const std::string& v) {
+  stage_.vectorize(var(v));
+  emit("vectorize(" + w_->var_ref(v) + ")");
+  return *this;
+}
+
+StageWriter& StageWriter::unroll(const std::string& v) {
+  stage_.unroll(var(v));
+  emit("unroll(" + w_->var_ref(v) + ")");
+  return *this;
+}
+
+StageWriter& StageWriter::parallel(const std::string& v) {
+  stage_.parallel(var(v));
+  emit("parallel(" + w_->var_ref(v) + ")");
+  return *this;
+}
+
+// ---- ScheduleWriter ----------------------------------------------------------------
+
+ScheduleWriter::ScheduleWriter(const std::vector<std::string>& order, const std::map<std::string, Halide::Func>& funcs)
+    : funcs_(funcs) {
+  for (size_t i = 0; i < order.size(); ++i) index_[order[i]] = i;
+}
+
+std::string ScheduleWriter::ident(const std::string& name, const std::string& suffix) {
+  std::string id;
+  for (char c : name) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "_" + id;
+  id += suffix;
+  std::string unique = id;
+  for (int k = 2; used_ids_.count(unique); ++k) unique = id + "_" + std::to_string(k);
+  used_ids_.insert(unique);
+  return unique;
+}
+
+std::string ScheduleWriter::func_ref(const std::string& func) {
+  auto it = func_ids_.find(func);
+  if (it != func_ids_.end()) return it->second;
+  auto idx = index_.find(func);
+  KILN_CHECK(idx != index_.end(), "Func ", func, " is not in the pipeline");
+  const std::string id = ident(func);
+  func_decls_.push_back("Func " + id + " = pipeline.get_func(" + std::to_string(idx->second) + ");");
+  return func_ids_[func] = id;
+}
+
+std::string ScheduleWriter::var_ref(const std::string& name) {
+  auto it = var_ids_.find(name);
+  if (it != var_ids_.end()) return it->second;
+  const std::string id = ident(name);
+  var_decls_.push_back(std::string(rvars_.count(name) ? "RVar " : "Var ") + id + "(\"" + name + "\");");
+  return var_ids_[name] = id;
+}
+
+StageWriter ScheduleWriter::stage(const std::string& func, int update) {
+  Halide::Func f = funcs_.at(func);
+  const std::string ref = func_ref(func);
+  if (update < 0) return StageWriter(this, f, ref);
+  return StageWriter(this, f.update(update), ref + ".update(" + std::to_string(update) + ")");
+}
+
+StageWriter ScheduleWriter::specialize_min_extents(const std::string& func, const std::vector<int>& min_extents) {
+  Halide::Func f = funcs_.at(func);
+  const std::string ref = func_ref(func);
+  Halide::Expr cond = Halide::Internal::const_true();
+  std::string text;
+  for (size_t d = 0; d < min_extents.size(); ++d) {
+    if (min_extents[d] <= 1) continue;
+    cond = cond && f.output_buffer().dim(int(d)).extent() >= min_extents[d];
+    text += std::string(text.empty() ? "" : " && ") + ref + ".output_buffer().dim(" + std::to_string(d) +
+            ").extent() >= " + std::to_string(min_extents[d]);
+  }
+  if (text.empty()) text = "true";
+  const std::string id = ident(func, "_s" + std::to_string(specializations_++));
+  lines_.push_back("::Halide::Stage " + id + " = " + ref + ".specialize(" + text + ");");
+  return StageWriter(this, f.specialize(Halide::Internal::simplify(cond)), id);
+}
+
+void ScheduleWriter::compute_root(const std::string& func) {
+  funcs_.at(func).compute_root();
+  lines_.push_back(func_ref(func) + ".compute_root();");
+}
+
+void ScheduleWriter::compute_at(const std::string& func, const std::string& at, const std::string& var) {
+  funcs_.at(func).compute_at(funcs_.at(at), Halide::Var(var));
+  lines_.push_back(func_ref(func) + ".compute_at(" + func_ref(at) + ", " + var_ref(var) + ");");
+}
+
+std::string ScheduleWriter::rfactor(const std::string& func, const std::string& rvar, const std::string& var) {
+  Halide::Func partial = funcs_.at(func).update(0).rfactor(Halide::RVar(rvar), Halide::Var(var));
+  const std::string id = ident(partial.name());
+  lines_.push_back("Func " + id + " = " + func_ref(func) + ".update(0).rfactor(" + var_ref(rvar) + ", " +
+                   var_ref(var) + ");");
+  funcs_[partial.name()] = partial;
+  func_ids_[partial.name()] = id;
+  return partial.name();
+}
+
+std::string ScheduleWriter::source() const {
+  std::string s;
+  for (const std::string& d : var_decls_) s += "    " + d + "\n";
+  s += "\n";
+  for (const std::string& d : func_decls_) s += "    " + d + "\n";
+  s += "\n";
+  for (const std::string& l : lines_) s += "    " + l + "\n";
+  return s;
+}
+
+}  // namespace kiln::autoschedule

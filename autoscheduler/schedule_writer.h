@@ -1,0 +1,78 @@
+// Applies scheduling directives to a pipeline's Funcs and writes each one down as C++ at
+// the same time, so the schedule source in the results is exactly what was applied. The
+// source is the body of Halide's schedule files (apply_schedule_<name>(pipeline, target),
+// Funcs found by pipeline.get_func(i)), so it can be copied under schedules/ and
+// included back.
+#pragma once
+
+#include <Halide.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiln::autoschedule {
+
+class ScheduleWriter;
+
+// One stage (a Func's pure definition, an update, or a specialization of either) with
+// its C++ name.
+class StageWriter {
+ public:
+  StageWriter& split(const std::string& old, const std::string& outer, const std::string& inner, int factor,
+                     Halide::TailStrategy tail);
+  StageWriter& fuse(const std::string& inner, const std::string& outer, const std::string& fused);
+  StageWriter& reorder(const std::vector<std::string>& innermost_first);
+  StageWriter& vectorize(const std::string& var, int width, Halide::TailStrategy tail);
+  StageWriter& vectorize(const std::string& var);  // a loop whose extent is already the width
+  StageWriter& unroll(const std::string& var);
+  StageWriter& parallel(const std::string& var);
+
+ private:
+  friend class ScheduleWriter;
+  StageWriter(ScheduleWriter* w, Halide::Stage s, std::string cpp) : w_(w), stage_(std::move(s)), cpp_(std::move(cpp)) {}
+  Halide::VarOrRVar var(const std::string& name) const;
+  void emit(const std::string& call);
+  ScheduleWriter* w_;
+  Halide::Stage stage_;
+  std::string cpp_;
+};
+
+class ScheduleWriter {
+ public:
+  // `order`: the pipeline's Funcs in pipeline.get_func order.
+  explicit ScheduleWriter(const std::vector<std::string>& order, const std::map<std::string, Halide::Func>& funcs);
+
+  StageWriter stage(const std::string& func, int update = -1);  // -1: the pure definition
+  // A specialization of an output's pure definition for extents at least `min_extents`
+  // (innermost first; 0 for dims without a condition).
+  StageWriter specialize_min_extents(const std::string& func, const std::vector<int>& min_extents);
+  void compute_root(const std::string& func);
+  void compute_at(const std::string& func, const std::string& at, const std::string& var);
+  // rfactor of `func`'s update over `rvar` into a new Func (returned by name) with the
+  // new pure var `var`. Throws Halide::CompileError when Halide cannot prove the update
+  // associative; nothing is written then.
+  std::string rfactor(const std::string& func, const std::string& rvar, const std::string& var);
+  // Marks names as reduction variables (split products of one are, too).
+  void declare_rvar(const std::string& name) { rvars_.insert(name); }
+
+  // The schedule source (function body).
+  std::string source() const;
+
+ private:
+  friend class StageWriter;
+  std::string func_ref(const std::string& func);  // declares `Func x = pipeline.get_func(i);`
+  std::string var_ref(const std::string& name);   // declares `Var x("name");` / RVar
+  std::string ident(const std::string& name, const std::string& suffix = "");
+
+  std::map<std::string, size_t> index_;
+  std::map<std::string, Halide::Func> funcs_;
+  std::set<std::string> rvars_;
+  std::map<std::string, std::string> func_ids_, var_ids_;
+  std::set<std::string> used_ids_;
+  std::vector<std::string> var_decls_, func_decls_, lines_;
+  int specializations_ = 0;
+};
+
+}  // namespace kiln::autoschedule

@@ -1,0 +1,458 @@
+#include "search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "analysis.h"
+#include "core/log.h"
+#include "schedule_writer.h"
+
+namespace kiln::autoschedule {
+
+using Halide::TailStrategy;
+
+StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t) {
+  StagePlan p;
+  const double tile_cols = double(t.vectors) * t.lanes;
+  const double tiles = std::ceil(s.m / t.rows) * std::ceil(s.n / tile_cols) * s.batch;
+  p.flops = 2.0 * s.m * s.n * s.k * s.batch;
+  p.lanes = t.lanes;
+  // Per tile and reduction step: one broadcast per row, one load per vector of columns.
+  p.loads = tiles * s.k * (t.rows + t.vectors);
+  // Accumulators, the column vectors of b and one broadcast of a.
+  p.vector_registers = t.rows * t.vectors + t.vectors + 1;
+  const double block = t.block > 0 ? std::min(t.block, s.n) : s.n;
+  // b is read once per band of rows; it stays cached when one block of it fits.
+  p.streams.push_back({std::ceil(s.m / t.rows) * s.k * s.n * s.bytes * s.batch, s.k * block * s.bytes});
+  // a's rows of a tile are read once per tile of columns, from a panel of rows x k.
+  p.streams.push_back({std::ceil(s.n / tile_cols) * s.m * s.k * s.bytes * s.batch, t.rows * s.k * s.bytes});
+  // The output is written once.
+  p.streams.push_back({s.m * s.n * s.bytes * s.batch, s.m * s.n * s.bytes * s.batch});
+  const double blocks = std::ceil(s.n / block);
+  p.tasks = t.parallel ? blocks * std::ceil(std::ceil(s.m / t.rows) / t.band) * s.batch : 1;
+  return p;
+}
+
+namespace {
+
+enum class Where { Inline, Root, AtTile, AtRow };
+
+struct Placement {
+  Where where = Where::Root;
+  std::string host;  // AtTile, AtRow: the output whose loops compute this Func
+};
+
+struct TileChoice {
+  std::string func;  // the contraction computed per tile
+  ContractionTiling tiling;
+  Prediction prediction;
+};
+
+struct Search {
+  const Halide::Pipeline& pipeline;
+  const Halide::Target& target;
+  const MachineModel& m;
+  PipelineInfo info;
+  std::map<std::string, Placement> place;
+  std::map<std::string, double> evaluations;  // of inlined Funcs: how often each point is recomputed
+  std::map<std::string, TileChoice> tiles;    // by host output
+  std::map<std::string, std::string> rows_var;  // host output -> its row loop
+  SearchResult result;
+
+  Search(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm)
+      : pipeline(p), target(t), m(mm), info(analyze(p)) {}
+
+  int lanes(const FuncInfo& f) const {
+    return std::max(1, target.natural_vector_size(f.function.output_types()[0]));
+  }
+
+  void decide(const std::string& stream, const std::string& line) {
+    result.decisions.push_back(line);
+    log(stream, line);
+  }
+
+  // The Funcs that compute `f`'s values: its callers, seen through inlined callers.
+  std::set<std::string> effective_consumers(const FuncInfo& f) const {
+    std::set<std::string> out;
+    for (const auto& [caller, n] : f.callers) {
+      if (place.at(caller).where == Where::Inline) {
+        for (const std::string& c : effective_consumers(info.at(caller))) out.insert(c);
+      } else {
+        out.insert(caller);
+      }
+    }
+    return out;
+  }
+
+  // How many times each point of `f` would be evaluated if it were inlined.
+  double inline_evaluations(const FuncInfo& f) const {
+    double evals = 0;
+    for (const auto& [caller, n] : f.callers) {
+      const FuncInfo& c = info.at(caller);
+      if (place.at(caller).where == Where::Inline) {
+        evals += n * evaluations.at(caller);
+        continue;
+      }
+      auto u = c.calls_in_update.find(f.name);
+      const double in_update = u == c.calls_in_update.end() ? 0 : double(u->second);
+      evals += (n - in_update) * c.points() + in_update * c.points() * c.reduction_trips();
+    }
+    return std::max(evals, 1.0);
+  }
+
+  bool is_pure_output(const FuncInfo& f) const {
+    return f.is_output && !f.function.has_update_definition() && !f.function.has_extern_definition() &&
+           !f.vars.empty();
+  }
+
+  // ---- placement (consumers before producers) --------------------------------------
+
+  void place_func(const FuncInfo& f) {
+    Placement p;
+    if (f.is_output || f.function.has_extern_definition()) {
+      place[f.name] = p;
+      return;
+    }
+    if (f.reduction != ReductionKind::None) {
+      place_reduction(f);
+      return;
+    }
+    const double evals = inline_evaluations(f);
+    if (f.trivial || f.flops_per_point == 0) {
+      p.where = Where::Inline;
+      evaluations[f.name] = evals;
+      decide("fusion", f.name + ": inlined (a load" + std::string(f.trivial ? "" : " or index math") + ")");
+      place[f.name] = p;
+      return;
+    }
+    // Inline: its arithmetic at every use, vectorized with the consumer. Root: once per
+    // point, plus a write and a read back of its values.
+    StagePlan in, root;
+    in.flops = f.flops_per_point * evals;
+    in.lanes = root.lanes = lanes(f);
+    in.tasks = root.tasks = 4.0 * m.cores;
+    root.flops = f.flops_per_point * f.points();
+    root.streams.push_back({2.0 * f.bytes_total(), f.bytes_total()});
+    const Prediction pi = predict(in, m), pr = predict(root, m);
+    p.where = pi.total_s <= pr.total_s ? Where::Inline : Where::Root;
+    if (p.where == Where::Inline) evaluations[f.name] = evals;
+    std::ostringstream o;
+    o << f.name << ": " << (p.where == Where::Inline ? "inlined" : "computed at root") << " (" << evals / f.points()
+      << " evaluations per point; inline " << pi.str() << ", root " << pr.str() << ")";
+    decide("fusion", o.str());
+    place[f.name] = p;
+  }
+
+  void place_reduction(const FuncInfo& f) {
+    Placement p;
+    const std::set<std::string> consumers = effective_consumers(f);
+    if (f.reduction == ReductionKind::Contraction && consumers.size() == 1) {
+      const FuncInfo& h = info.at(*consumers.begin());
+      if (is_pure_output(h) && h.extents == f.extents && !tiles.count(h.name) && !rows_var.count(h.name) &&
+          f.extents[0] >= lanes(f)) {
+        p = {Where::AtTile, h.name};
+        tiles[h.name] = choose_tiling(f);
+      }
+    }
+    if (f.reduction == ReductionKind::Row && p.where == Where::Root && !consumers.empty()) {
+      // One row of this reduction per row of an output: compute it there, while the row
+      // is in cache. Every consumer must be that output or computed at its rows too.
+      std::string host;
+      bool ok = true;
+      for (const std::string& c : consumers) {
+        const Placement& cp = place.at(c);
+        const std::string h = cp.where == Where::AtRow ? cp.host : c;
+        ok &= (host.empty() || host == h);
+        host = h;
+      }
+      if (ok) {
+        const FuncInfo& h = info.at(host);
+        // f is h's rows reduced: h's extents without the innermost, or with it kept as 1.
+        const bool dropped = h.vars.size() == f.vars.size() + 1 &&
+                             std::equal(f.extents.begin(), f.extents.end(), h.extents.begin() + 1);
+        const bool kept = h.vars.size() == f.vars.size() && !f.extents.empty() && f.extents[0] == 1 &&
+                          std::equal(f.extents.begin() + 1, f.extents.end(), h.extents.begin() + 1);
+        ok = is_pure_output(h) && !tiles.count(host) && h.vars.size() >= 2 && (dropped || kept);
+      }
+      if (ok) {
+        p = {Where::AtRow, host};
+        rows_var[host] = "";
+      }
+    }
+    std::string where = p.where == Where::Root ? "computed at root" :
+                        p.where == Where::AtTile ? "computed per register tile of " + p.host :
+                                                   "computed per row of " + p.host;
+    decide("fusion", f.name + ": " + where);
+    place[f.name] = p;
+  }
+
+  TileChoice choose_tiling(const FuncInfo& f) {
+    ContractionShape s;
+    s.n = double(f.extents[0]);
+    s.m = double(f.extents[1]);
+    s.k = f.reduction_trips();
+    for (size_t d = 2; d < f.extents.size(); ++d) s.batch *= double(f.extents[d]);
+    s.bytes = f.bytes;
+    const int vw = lanes(f);
+    TileChoice best{f.name, {}, {}};
+    best.prediction.total_s = 1e30;
+    for (int rows : {1, 2, 3, 4, 6, 8}) {
+      for (int vectors : {1, 2, 3, 4}) {
+        if (rows > s.m || vectors * vw > s.n) continue;
+        for (double block : {0.0, 512.0, 256.0, 128.0, 64.0}) {
+          if (block > 0 && (block >= s.n || std::fmod(block, vectors * vw) != 0)) continue;
+          for (int band : {1, 2, 4, 8}) {
+            ContractionTiling t{rows, vectors, vw, block, band, true};
+            StagePlan plan = contraction_plan(s, t);
+            // At least four tasks per core, so that a busy core does not hold the rest up.
+            if (plan.tasks < 4.0 * m.cores && band > 1) continue;
+            Prediction pr = predict(plan, m);
+            if (pr.total_s < best.prediction.total_s * 0.999) best = {f.name, t, pr};
+          }
+        }
+      }
+    }
+    return best;
+  }
+
+  // ---- loops ------------------------------------------------------------------------
+
+  // The outer loops of an output: outer dims fused into one row loop, split into
+  // parallel tasks of `band` rows. Returns the row loop's name.
+  std::string outer_loops(StageWriter& s, const FuncInfo& h, const std::string& first_outer, int band) {
+    std::string rows = first_outer;
+    for (size_t d = 2; d < h.vars.size(); ++d) {
+      const std::string fused = rows + "_" + h.vars[d];
+      s.fuse(rows, h.vars[d], fused);
+      rows = fused;
+    }
+    if (band > 1) {
+      s.split(rows, rows + "_task", rows + "_in", band, TailStrategy::GuardWithIf).parallel(rows + "_task");
+      return rows + "_in";
+    }
+    s.parallel(rows);
+    return rows;
+  }
+
+  // Rows per task: the fewest tasks that still give every core four (dynamic balance on a
+  // shared machine) at the lowest predicted time.
+  int choose_band(const FuncInfo& h, double flops_per_row, double rows) {
+    int best = 1;
+    double best_t = 1e30;
+    for (int band = 1; band <= 64; band *= 2) {
+      StagePlan p;
+      p.flops = flops_per_row * rows;
+      p.lanes = lanes(h);
+      p.tasks = std::ceil(rows / band);
+      if (band > 1 && p.tasks < 4.0 * m.cores) break;
+      const double t = predict(p, m).total_s;
+      if (t < best_t * 0.999) best = band, best_t = t;
+    }
+    return best;
+  }
+
+  void schedule_output(ScheduleWriter& w, const FuncInfo& h) {
+    const int vw = lanes(h);
+    w.compute_root(h.name);
+    if (auto t = tiles.find(h.name); t != tiles.end()) {
+      schedule_tiled_output(w, h, t->second);
+      return;
+    }
+    // Arithmetic per output point, with what is inlined into it.
+    double flops = h.flops_per_point;
+    for (const auto& [name, e] : evaluations) flops += info.at(name).flops_per_point * e / h.points();
+    if (h.vars.size() == 1) {
+      const int chunk = 1 << 14;
+      if (h.extents[0] >= 2 * chunk) {
+        w.specialize_min_extents(h.name, {2 * chunk})
+            .split(h.vars[0], "t", "i", chunk, TailStrategy::ShiftInwards)
+            .parallel("t")
+            .vectorize("i", vw, TailStrategy::ShiftInwards);
+      }
+      w.specialize_min_extents(h.name, {vw}).vectorize(h.vars[0], vw, TailStrategy::ShiftInwards);
+      decide("schedule", h.name + ": vectorized by " + std::to_string(vw) + ", tasks of " + std::to_string(chunk));
+      return;
+    }
+    double rows = 1;
+    for (size_t d = 1; d < h.extents.size(); ++d) rows *= double(h.extents[d]);
+    const int band = choose_band(h, flops * double(h.extents[0]), rows);
+    StageWriter spec = w.specialize_min_extents(h.name, {vw});
+    const std::string row = outer_loops(spec, h, h.vars[1], band);
+    spec.vectorize(h.vars[0], vw, TailStrategy::ShiftInwards);
+    StageWriter base = w.stage(h.name);
+    outer_loops(base, h, h.vars[1], band);
+    if (rows_var.count(h.name)) rows_var[h.name] = row;
+    StagePlan p;
+    p.flops = flops * h.points();
+    p.lanes = vw;
+    p.tasks = std::ceil(rows / band);
+    p.streams.push_back({2.0 * h.bytes_total(), 2.0 * h.bytes_total()});
+    const Prediction pr = predict(p, m);
+    result.predicted_s += pr.total_s;
+    decide("schedule", h.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " +
+                           std::to_string(band) + " rows; predicted " + pr.str());
+  }
+
+  // A contraction computed per register tile of its output: tiles of rows x vectors,
+  // shifted inwards at the edges (so every tile is full), column blocks outermost, bands
+  // of tile rows as parallel tasks. Outputs smaller than a tile use 1 x 1 tiles.
+  void schedule_tiled_output(ScheduleWriter& w, const FuncInfo& h, const TileChoice& tc) {
+    const ContractionTiling& t = tc.tiling;
+    const FuncInfo& r = info.at(tc.func);
+    const int tw = t.vectors * t.lanes, tm = t.rows;
+    const std::string n = h.vars[0], mv = h.vars[1];
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool full = pass == 0;
+      StageWriter s = full ? w.specialize_min_extents(h.name, {tw, tm}) : w.stage(h.name);
+      s.split(n, "no", "ni", full ? tw : 1, full ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf)
+          .split(mv, "mo", "mi", full ? tm : 1, full ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
+      std::vector<std::string> order = {"ni", "mi", "no", "mo"};
+      const bool blocked = full && t.block > 0;
+      if (blocked) {
+        s.split("no", "nb", "no", int(t.block) / tw, TailStrategy::GuardWithIf);
+        order = {"ni", "mi", "no", "mo"};
+      }
+      for (size_t d = 2; d < h.vars.size(); ++d) order.push_back(h.vars[d]);
+      if (blocked) order.push_back("nb");
+      s.reorder(order);
+      outer_loops(s, h, "mo", full ? t.band : 1);
+      if (full) s.vectorize("ni", t.lanes, TailStrategy::ShiftInwards).unroll("ni").unroll("mi");
+    }
+    w.compute_at(r.name, h.name, "no");
+    const std::string rn = r.vars[0], rm = r.vars[1];
+    w.stage(r.name).vectorize(rn, t.lanes, TailStrategy::GuardWithIf).unroll(rn).unroll(rm);
+    std::vector<std::string> order = {rn, rm};
+    for (const std::string& rv : r.rvars) order.push_back(rv);
+    for (size_t d = 2; d < r.vars.size(); ++d) order.push_back(r.vars[d]);
+    w.stage(r.name, 0).reorder(order).vectorize(rn, t.lanes, TailStrategy::GuardWithIf).unroll(rn).unroll(rm);
+    result.predicted_s += tc.prediction.total_s;
+    std::ostringstream o;
+    o << r.name << ": register tiles of " << tm << " rows x " << t.vectors << " vectors of " << t.lanes
+      << ", column blocks of " << (t.block > 0 ? std::to_string(int(t.block)) : std::string("all")) << ", "
+      << t.band << " tile rows per task; predicted " << tc.prediction.str();
+    decide("schedule", o.str());
+  }
+
+  // Rows of a reduction along the contiguous dim: partial results in vectors (rfactor)
+  // so its body runs vectorized, then one vector reduced.
+  void vectorize_rows(ScheduleWriter& w, const FuncInfo& r) {
+    const int vw = lanes(r);
+    if (r.function.values().size() != 1 || r.rvar_extents.empty() || r.rvar_extents[0] < 2 * vw) return;
+    w.stage(r.name, 0).split(r.rvars[0], "rvo", "rvi", vw, TailStrategy::GuardWithIf);
+    try {
+      const std::string partial = w.rfactor(r.name, "rvi", "lane");
+      w.compute_at(partial, r.name, r.vars.back());
+      w.stage(partial).vectorize("lane");
+      w.stage(partial, 0).reorder({"lane", "rvo"}).vectorize("lane");
+      decide("schedule", r.name + ": row reduction in vectors of " + std::to_string(vw) + " partial results");
+    } catch (const Halide::CompileError& e) {
+      decide("schedule", r.name + ": serial row reduction (Halide cannot rfactor it: " + std::string(e.what()) + ")");
+    }
+  }
+
+  void schedule_reduction(ScheduleWriter& w, const FuncInfo& r, const Placement& p) {
+    const int vw = lanes(r);
+    if (p.where == Where::AtTile) return;  // scheduled with its output
+    if (p.where == Where::AtRow) {
+      w.compute_at(r.name, p.host, rows_var.at(p.host));
+      vectorize_rows(w, r);
+      return;
+    }
+    w.compute_root(r.name);
+    if (r.reduction == ReductionKind::Other) {
+      decide("schedule", r.name + ": serial (an update kiln does not parallelize)");
+      return;
+    }
+    if (r.reduction == ReductionKind::Total) {
+      const double trips = r.reduction_trips();
+      const int chunk = int(std::max(4096.0, std::ceil(trips / (4.0 * m.cores))));
+      if (trips < 2.0 * chunk) return;
+      w.declare_rvar(r.rvars.back());
+      w.stage(r.name, 0).split(r.rvars.back(), "ro", "ri", chunk, TailStrategy::GuardWithIf);
+      try {
+        const std::string partial = w.rfactor(r.name, "ro", "u");
+        w.compute_root(partial);
+        w.stage(partial, 0).parallel("u");
+        decide("schedule", r.name + ": partial results over chunks of " + std::to_string(chunk) + ", in parallel");
+      } catch (const Halide::CompileError& e) {
+        decide("schedule", r.name + ": serial (Halide cannot rfactor it: " + std::string(e.what()) + ")");
+      }
+      return;
+    }
+    const std::string outer = r.vars.back();
+    StageWriter pure = w.stage(r.name), update = w.stage(r.name, 0);
+    if (r.reduction == ReductionKind::Row) {
+      pure.parallel(outer);
+      update.parallel(outer);
+      decide("schedule", r.name + ": rows in parallel");
+      vectorize_rows(w, r);
+      return;
+    }
+    // Contraction without a tile host, or Column: columns vectorized outside the
+    // reduction loops, the outermost kept dim in parallel.
+    std::vector<std::string> order = {r.vars[0]};
+    for (const std::string& rv : r.rvars) order.push_back(rv);
+    for (size_t d = 1; d < r.vars.size(); ++d) order.push_back(r.vars[d]);
+    update.reorder(order);
+    if (r.extents[0] >= vw) {
+      pure.vectorize(r.vars[0], vw, TailStrategy::GuardWithIf);
+      update.vectorize(r.vars[0], vw, TailStrategy::GuardWithIf);
+    }
+    if (r.vars.size() >= 2) {
+      pure.parallel(outer);
+      update.parallel(outer);
+    }
+    decide("schedule", r.name + ": columns vectorized by " + std::to_string(vw) + " outside the reduction");
+  }
+
+  void schedule_root(ScheduleWriter& w, const FuncInfo& f) {
+    w.compute_root(f.name);
+    if (f.vars.empty() || f.function.has_extern_definition()) return;
+    StageWriter s = w.stage(f.name);
+    const int vw = lanes(f);
+    if (f.extents[0] >= vw) s.vectorize(f.vars[0], vw, TailStrategy::GuardWithIf);
+    if (f.vars.size() >= 2) s.parallel(f.vars.back());
+    decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", outermost dim in parallel");
+  }
+
+  SearchResult run() {
+    result.warnings = info.warnings;
+    for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) place_func(info.at(*it));
+    std::map<std::string, Halide::Func> funcs;
+    for (const auto& [name, f] : info.funcs) funcs.emplace(name, Halide::Func(f.function));
+    ScheduleWriter w(info.order, funcs);
+    for (const auto& [name, f] : info.funcs) {
+      for (const std::string& rv : f.rvars) w.declare_rvar(rv);
+    }
+    // Outputs first (their loops are where tiles and rows are computed), then the rest.
+    for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
+      const FuncInfo& f = info.at(*it);
+      if (f.is_output && is_pure_output(f)) schedule_output(w, f);
+    }
+    for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
+      const FuncInfo& f = info.at(*it);
+      const Placement& p = place.at(f.name);
+      if (f.is_output && is_pure_output(f)) continue;
+      if (f.reduction != ReductionKind::None) {
+        schedule_reduction(w, f, p);
+      } else if (p.where == Where::Root) {
+        schedule_root(w, f);
+      }
+    }
+    result.source = w.source();
+    return result;
+  }
+};
+
+}  // namespace
+
+SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                               const MachineModel& machine) {
+  Search s(pipeline, target, machine);
+  return s.run();
+}
+
+}  // namespace kiln::autoschedule
