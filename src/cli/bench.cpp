@@ -6,8 +6,8 @@
 #include <functional>
 #include <iostream>
 #include <regex>
-#include <sstream>
 
+#include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "common/seed.h"
 #include "common/timing.h"
@@ -83,22 +83,7 @@ double peak_megabytes(const std::function<Tensor()>& fn) {
 
 void report(const Workload& w, const std::string& impl, const std::string& target, double ms, int runs,
             double peak_mb) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(4);
-  os << "{\"name\": \"" << w.name << "\", \"impl\": \"" << impl << "\", \"target\": \"" << target
-     << "\", \"ms\": " << ms;
-  if (w.bytes > 0) {
-    os.precision(1);
-    os << ", \"GBps\": " << w.bytes / ms / 1e6;
-  }
-  if (w.flops > 0) {
-    os.precision(3);
-    os << ", \"TFLOPs\": " << w.flops / ms / 1e9;
-  }
-  os.precision(1);
-  os << ", \"peak_MB\": " << peak_mb << ", \"runs\": " << runs << "}";
-  std::cout << os.str() << std::endl;
+  print_bench_json({w.name, impl, target, ms, runs, w.bytes, w.flops, peak_mb});
 }
 
 // The suite, with torch_suite.py's names and sizes (smaller on a CPU: scale 8).

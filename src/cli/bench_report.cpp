@@ -19,6 +19,10 @@ std::string bench_json(const BenchRecord& r) {
     os.precision(3);
     os << ", \"TFLOPs\": " << r.flops / r.ms / 1e9;
   }
+  if (r.peak_mb >= 0) {
+    os.precision(1);
+    os << ", \"peak_MB\": " << r.peak_mb;
+  }
   os << ", \"runs\": " << r.runs << "}";
   return os.str();
 }

@@ -1,6 +1,7 @@
 // One benchmark result as the JSON line `kiln bench` and `kiln bench-kernels` print, the
 // format of ../shared/bench/torch_suite.py:
-//   {"name": ..., "impl": ..., "target": "cpu"|"cuda", "ms": ..., ["GBps"|"TFLOPs": ...,] "runs": ...}
+//   {"name": ..., "impl": ..., "target": "cpu"|"cuda", "ms": ..., ["GBps"|"TFLOPs": ...,]
+//    ["peak_MB": ...,] "runs": ...}
 #pragma once
 
 #include <string>
@@ -15,6 +16,7 @@ struct BenchRecord {
   int runs = 0;
   double bytes = 0;  // > 0: report GBps
   double flops = 0;  // > 0: report TFLOPs
+  double peak_mb = -1;  // >= 0: report peak_MB (memory the call allocated at its peak)
 };
 
 std::string bench_json(const BenchRecord& r);
