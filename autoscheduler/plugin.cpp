@@ -5,7 +5,8 @@
 //   pipeline.apply_autoscheduler(target, {"Kiln", {}});
 //
 // schedules the pipeline and returns the schedule as source in Halide's format.
-// Parameters (AutoschedulerParams::extra): machine=<KILN_MACHINE-style overrides>.
+// Parameters (AutoschedulerParams::extra): machine=<KILN_MACHINE-style overrides>, and
+// parallelism=<cores> as Halide's own autoschedulers take it.
 #include <Halide.h>
 
 #include <chrono>
@@ -28,11 +29,14 @@ void autoschedule_kiln(const Halide::Pipeline& pipeline, const Halide::Target& t
   }
   MachineModel machine = machine_model(target);
   for (const auto& [key, value] : params.extra) {
-    if (key != "machine") {
-      user_error("the Kiln autoscheduler has no parameter '", key, "'; its one parameter is machine=<key=value,...> ",
-                 "(the KILN_MACHINE format)");
+    if (key == "machine") {
+      apply_overrides(machine, value);
+    } else if (key == "parallelism") {  // Halide's autoschedulers' name for the core count
+      apply_overrides(machine, "cores=" + value);
+    } else {
+      user_error("the Kiln autoscheduler has no parameter '", key, "'; its parameters are machine=<key=value,...> ",
+                 "(the KILN_MACHINE format) and parallelism=<cores>");
     }
-    apply_overrides(machine, value);
   }
   log("schedule", "machine: " + machine.str());
   SearchResult r;

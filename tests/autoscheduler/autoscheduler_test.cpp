@@ -121,6 +121,7 @@ TEST(KilnPlugin, BadParametersAreErrors) {
   LoweredGraph l = lower_case(find_case("pointwise"));
   const Halide::Target host = Halide::get_jit_target_from_environment();
   EXPECT_THROW(l.pipeline().apply_autoscheduler(host, {"Kiln", {{"budget", "3"}}}), Error);
+  EXPECT_NO_THROW(l.pipeline().apply_autoscheduler(host, {"Kiln", {{"parallelism", "2"}}}));
   EXPECT_THROW(l.pipeline().apply_autoscheduler(host, {"Kiln", {{"machine", "cores=two"}}}), Error);
   EXPECT_THROW(l.pipeline().apply_autoscheduler(Halide::Target("host-cuda"), {"Kiln", {}}), Error);
 }
