@@ -1,7 +1,7 @@
 # kiln_add_kernel_library(<name>
 #     GENERATORS <generator>[:<param>=<value>...]...
 #     [TARGETS host host-cuda ...]          # default: host
-#     [SCHEDULE manual|default|Mullapudi2016|Adams2019|Li2018|Anderson2021]  # default: manual
+#     [SCHEDULE manual|default|Kiln|Mullapudi2016|Adams2019|Li2018|Anderson2021]  # default: manual
 #     [FROM <generator executable target>])  # default: ${KILN_GENERATOR_TARGET}
 #
 # Builds each generator of kiln's kernel library for each target with Halide's
@@ -26,7 +26,7 @@ endif ()
 
 set(KILN_KERNEL_GENERATORS seed unary binary reduce softmax layer_norm matmul batch_matmul conv2d pool2d
     CACHE INTERNAL "kiln's kernel-library generators")
-set(KILN_KERNEL_SCHEDULES manual default Mullapudi2016 Adams2019 Li2018 Anderson2021
+set(KILN_KERNEL_SCHEDULES manual default Kiln Mullapudi2016 Adams2019 Li2018 Anderson2021
     CACHE INTERNAL "schedules kiln_add_kernel_library knows")
 if (NOT DEFINED KILN_GENERATOR_TARGET)
   set(KILN_GENERATOR_TARGET kiln_generators)
@@ -102,10 +102,11 @@ function(kiln_add_kernel_library name)
         set(_gpu ON)
         string(APPEND _fn _cuda)
       endif ()
-      # Halide's autoschedulers are for the CPU (Adams2019) or the GPU (Anderson2021) only.
-      if ((_gpu AND ARG_SCHEDULE STREQUAL "Adams2019") OR (NOT _gpu AND ARG_SCHEDULE STREQUAL "Anderson2021"))
+      # Some autoschedulers are for the CPU (Adams2019, and kiln's own for now) or the GPU
+      # (Anderson2021) only.
+      if ((_gpu AND ARG_SCHEDULE MATCHES "^(Adams2019|Kiln)$") OR (NOT _gpu AND ARG_SCHEDULE STREQUAL "Anderson2021"))
         message(FATAL_ERROR "kiln_add_kernel_library(${name}): ${ARG_SCHEDULE} does not schedule for "
-                            "${_target}; Adams2019 is CPU-only and Anderson2021 GPU-only "
+                            "${_target}; Adams2019 and Kiln are CPU-only and Anderson2021 GPU-only "
                             "(Mullapudi2016, Li2018, manual and default do both)")
       endif ()
       set(_sched_args PARAMS ${_parts})
