@@ -3,10 +3,9 @@
 // GPU is present.
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
-
 #include <map>
 
+#include "generators/gpu_present.h"
 #include "kkc_seed_cuda.h"
 #include "kkc_unary_cuda.h"
 #include "kkc_binary_cuda.h"
@@ -23,16 +22,7 @@ namespace {
 
 using kiln::testing::KernelFn;
 
-bool gpu_present() {
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cuda) return false;
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int*);
-  auto init = reinterpret_cast<InitFn>(dlsym(cuda, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount"));
-  int n = 0;
-  return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
-}
+using kiln::testing::gpu_present;
 
 const std::map<std::string, KernelFn>& cuda() {
   static const std::map<std::string, KernelFn> fns = {

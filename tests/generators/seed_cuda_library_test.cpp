@@ -2,27 +2,16 @@
 // and links without a GPU); run only where a GPU is present.
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
-
 #include <cmath>
 
 #include "HalideBuffer.h"
 #include "HalideRuntimeCuda.h"
+#include "generators/gpu_present.h"
 #include "kiln_seed_cuda.h"
 
 namespace {
 
-// True when a CUDA driver with at least one device is present.
-bool gpu_present() {
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cuda) return false;
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int*);
-  auto init = reinterpret_cast<InitFn>(dlsym(cuda, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount"));
-  int n = 0;
-  return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
-}
+using kiln::testing::gpu_present;
 
 TEST(SeedCudaLibrary, RunsOnTheGpu) {
   Halide::Runtime::Buffer<float, 1> x(1 << 20), out(1 << 20);
