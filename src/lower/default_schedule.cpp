@@ -194,6 +194,42 @@ void vectorize_row_reduction(Func acc, const Halide::Target& target) {
   }
 }
 
+// Everything reduced, on a GPU (a loss's mean): one thread summing millions of elements
+// takes seconds. The reduction variables are fused into one and split twice with rfactor:
+// kGpuPartials threads each sum a strided slice (adjacent threads read adjacent
+// elements), kGpuThreads threads combine those, and one thread adds the last kGpuThreads.
+constexpr int kGpuPartials = 1 << 16;
+bool schedule_gpu_full_reduction(Func acc) {
+  try {
+    std::vector<Halide::RVar> r = acc.rvars(0);
+    Halide::Stage update = acc.update();
+    Halide::RVar all = r[0];
+    for (size_t j = 1; j < r.size(); ++j) {
+      Halide::RVar fused("rf" + std::to_string(j));
+      update.fuse(all, r[j], fused);
+      all = fused;
+    }
+    Halide::RVar ro("ro"), ri("ri"), mo("mo"), mi("mi");
+    Var u("u"), w("w"), bx("bx"), tx("tx");
+    Func partial = update.split(all, ro, ri, kGpuPartials, TailStrategy::GuardWithIf).rfactor(ri, u);
+    partial.compute_root().gpu_tile(u, bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
+    partial.update().gpu_tile(u, bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
+    Halide::Stage merge = acc.update();
+    Func combine = merge.split(acc.rvars(0)[0], mo, mi, kGpuThreads, TailStrategy::GuardWithIf).rfactor(mi, w);
+    combine.compute_root().gpu_tile(w, bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
+    combine.update().gpu_tile(w, bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
+    acc.gpu_single_thread();
+    acc.update().gpu_single_thread();
+    log("schedule", acc.name() + ": gpu reduction of everything in " + std::to_string(kGpuPartials) + " then " +
+                        std::to_string(kGpuThreads) + " partial results");
+    return true;
+  } catch (const Halide::CompileError& e) {
+    // Not provably associative (a NaN-propagating max): one thread does it all.
+    log("schedule", acc.name() + ": serial gpu reduction (rfactor impossible: " + e.what() + ")");
+    return false;
+  }
+}
+
 // A reduction accumulator: its own loop nest; the update parallel over kept dims, or
 // split with rfactor when everything is reduced (on the CPU).
 void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) {
@@ -204,6 +240,7 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) 
   if (stage.serial) return;
   std::vector<Var> v = pure_vars(acc);
   if (target.has_gpu_feature()) {
+    if (v.empty() && acc.has_update_definition() && schedule_gpu_full_reduction(acc)) return;
     schedule_gpu_loops(acc, v);
     if (acc.has_update_definition()) schedule_gpu_loops(acc.update(), v);
     log("schedule", acc.name() + ": gpu_tile over kept dims, serial reduction per thread");

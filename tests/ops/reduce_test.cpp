@@ -1,5 +1,7 @@
 #include <cmath>
 
+#include "lower/kernel.h"
+#include "lower/target.h"
 #include "ops/op_test_util.h"
 
 using namespace kiln;
@@ -211,6 +213,34 @@ TEST(Argmax, MatchesReferenceWithTiesAndNaN) {
   EXPECT_EQ(argmax(n, 1).to_vector<int64_t>(), (std::vector<int64_t>{2, 1}));
   EXPECT_EQ(argmax(n, 1).dtype(), DType::I64);
   EXPECT_THROW(argmax(zeros({0, 3}), 0), Error);
+}
+
+}  // namespace
+
+namespace {
+
+// Reductions of everything (a loss's sum or mean) on the GPU run as two levels of partial
+// results, not on one thread: the CUDA code generates everywhere, and matches the
+// reference where a GPU is present.
+TEST(Reductions, FullReductionsOnTheGpu) {
+  Tensor x = rand({3, 100003}, 21, -1, 1);
+  for (const char* op : {"sum", "mean", "max"}) {
+    SCOPED_TRACE(op);
+    Graph g;
+    int in = g.add_placeholder("x", x.meta());
+    g.set_outputs({g.add_op(op, {in}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}})});
+    EXPECT_NO_THROW({
+      LoweredGraph lowered = lower_and_schedule(g, parse_target("host-cuda"));
+      lowered.pipeline().compile_to_module(lowered.arguments(), op, parse_target("host-cuda"));
+    });
+  }
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine; CUDA code generation was tested above";
+  expect_matches_reference_on_gpu("sum", [](const std::vector<Tensor>& in) { return sum(in[0]); }, {x},
+                                  {{"axes", std::vector<int64_t>{}}, {"keepdim", false}}, "f32");
+  expect_matches_reference_on_gpu("mean", [](const std::vector<Tensor>& in) { return mean(in[0], {}, true); }, {x},
+                                  {{"axes", std::vector<int64_t>{}}, {"keepdim", true}}, "f32");
+  expect_matches_reference_on_gpu("max", [](const std::vector<Tensor>& in) { return max(in[0]); }, {x},
+                                  {{"axes", std::vector<int64_t>{}}, {"keepdim", false}}, "f32");
 }
 
 }  // namespace
