@@ -68,6 +68,31 @@ Expr highest(Halide::Type t) {
   return t.is_float() ? Halide::cast(t, Expr(std::numeric_limits<float>::infinity())) : t.max();
 }
 
+// Float max and min reduce ordered integer keys: a float's key orders like the float, and
+// NaN's key lies beyond every other, so NaN wins (as in PyTorch). An integer max is
+// associative, so a schedule may split the reduction (rfactor: vectorized rows on a CPU,
+// partial results in parallel on a GPU), which a NaN-propagating select would forbid.
+Expr nan_key(Halide::Type key_type, bool is_max) { return is_max ? key_type.max() : key_type.min(); }
+
+Expr flip_negative(const Expr& bits) {
+  // Negative floats order backwards as integers: flipping all but the sign bit fixes that
+  // (and is its own inverse).
+  Halide::Type t = bits.type();
+  Expr low_bits = Halide::cast(t, Halide::Expr(int64_t((uint64_t(1) << (t.bits() - 1)) - 1)));
+  return Halide::select(bits < 0, bits ^ low_bits, bits);
+}
+
+Expr ordered_key(const Expr& x, bool is_max) {
+  Halide::Type kt = Halide::Int(x.type().bits());
+  // The sentinels are NaN bit patterns themselves, so no number's key equals them.
+  return Halide::select(algo::is_nan(x), nan_key(kt, is_max), flip_negative(Halide::reinterpret(kt, x)));
+}
+
+Expr from_ordered_key(const Expr& key, Halide::Type float_type, bool is_max) {
+  Expr nan = Halide::cast(float_type, Expr(std::numeric_limits<double>::quiet_NaN()));
+  return Halide::select(key == nan_key(key.type(), is_max), nan, Halide::reinterpret(float_type, flip_negative(key)));
+}
+
 Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Func>& in,
                          const OpCall& c) {
   const TensorMeta& im = c.inputs[0];
@@ -119,12 +144,13 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
   const bool innermost_kept = std::find(axes.begin(), axes.end(), ri - 1) == axes.end();
 
   Func acc(op + "_acc");
-  if (extremum) {
-    bool is_max = r == Reducer::Max;
+  const bool is_max = r == Reducer::Max;
+  if (extremum && at.is_float()) {
+    acc(kept) = ordered_key(is_max ? lowest(at) : highest(at), is_max);
+    acc(kept) = is_max ? Halide::max(acc(kept), ordered_key(x, is_max)) : Halide::min(acc(kept), ordered_key(x, is_max));
+  } else if (extremum) {
     acc(kept) = is_max ? lowest(at) : highest(at);
-    Expr cur = acc(kept);
-    Expr best = is_max ? Halide::max(cur, x) : Halide::min(cur, x);
-    acc(kept) = at.is_float() ? algo::propagate_nan(cur, algo::propagate_nan(x, best)) : best;
+    acc(kept) = is_max ? Halide::max(acc(kept), x) : Halide::min(acc(kept), x);
   } else if (r == Reducer::Prod) {
     acc(kept) = Halide::cast(at, 1);
     acc(kept) *= x;
@@ -133,7 +159,7 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
     acc(kept) += x;
   }
   c.stages->push_back({acc, /*pure_innermost=*/innermost_kept});
-  Expr result = acc(out_kept);
+  Expr result = extremum && at.is_float() ? from_ordered_key(acc(out_kept), at, is_max) : acc(out_kept);
   if (r == Reducer::Mean) result = result / Halide::cast(at, count);
   out(vo) = algo::to_storage(result, c.output.dtype);
   return out;
