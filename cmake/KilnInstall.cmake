@@ -1,7 +1,10 @@
 # `cmake --install <build> --prefix P` installs kiln as a CMake package:
 #   P/lib/libkiln.a, P/include/kiln/** (so `#include "kiln.h"` works), P/bin/kiln,
-#   P/lib/cmake/kiln/ (kilnConfig.cmake, the exported kiln::kiln target, and the CMake
-#   functions: kiln_add_kernel_library, Halide's autoscheduler targets).
+#   P/bin/kiln_generators (the kernel-library generators, schedules compiled in),
+#   P/lib/libautoschedule_kiln.so (kiln's autoscheduler plugin),
+#   P/lib/cmake/kiln/ (kilnConfig.cmake, the exported targets kiln::kiln,
+#   kiln::generators and kiln::Kiln, and the CMake functions: kiln_add_kernel_library,
+#   Halide's autoscheduler targets).
 # An outside project then needs only find_package(kiln REQUIRED). The config records the
 # Halide SDK kiln was built against (Halide_DIR) and uses it unless the project sets its
 # own Halide_DIR: libkiln.a must link the Halide it was compiled with.
@@ -18,6 +21,12 @@ get_target_property(_kiln_libhalide Halide::Halide LOCATION)
 get_filename_component(_kiln_libhalide_dir "${_kiln_libhalide}" DIRECTORY)
 set_target_properties(kiln_cli PROPERTIES INSTALL_RPATH "${_kiln_libhalide_dir}")
 install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# kiln_add_kernel_library's generator executable and kiln's autoscheduler plugin, exported
+# as kiln::generators and kiln::Kiln; both load the same libHalide.so as kiln_cli.
+set_target_properties(kiln_generators PROPERTIES INSTALL_RPATH "${_kiln_libhalide_dir}" EXPORT_NAME generators)
+set_target_properties(autoschedule_kiln PROPERTIES INSTALL_RPATH "${_kiln_libhalide_dir}" EXPORT_NAME Kiln)
+install(TARGETS kiln_generators EXPORT kilnTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS autoschedule_kiln EXPORT kilnTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR})
 set(KILN_HALIDE_DIR "${Halide_DIR}")
@@ -29,6 +38,4 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/HalideAutoschedulers.cmake
         DESTINATION ${KILN_INSTALL_CMAKEDIR})
-# kiln_add_kernel_library, once it exists; kilnConfig.cmake includes it when installed.
-install(FILES ${PROJECT_SOURCE_DIR}/cmake/KilnKernelLibrary.cmake
-        DESTINATION ${KILN_INSTALL_CMAKEDIR} OPTIONAL)
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/KilnKernelLibrary.cmake DESTINATION ${KILN_INSTALL_CMAKEDIR})

@@ -1,20 +1,56 @@
 // Uses an installed kiln: a model of kiln::Tensor ops run eagerly and through
-// kiln::compile, checked against each other.
+// kiln::compile, checked against each other; and the kernel libraries this project built
+// with kiln_add_kernel_library (outside_kernels_*, outside_kiln_*), checked against
+// kiln's eager ops.
 #include <cstdio>
 
 #include "kiln.h"
+#include "outside_kernels_matmul.h"
+#include "outside_kernels_softmax.h"
+#include "outside_kiln_softmax.h"
 
 using namespace kiln;
 
 Tensor model(const Tensor& x, const Tensor& w) { return softmax(relu(matmul(x, w)) * 2.0 + sin(x), -1); }
 
+// Prints one comparison; false on a mismatch or a kernel error.
+bool check(const char* name, int rc, const Tensor& got, const Tensor& expected, double rtol, double atol) {
+  if (rc != 0) {
+    std::printf("outside_project: %s: the kernel returned %d\n", name, rc);
+    return false;
+  }
+  const bool ok = allclose(got, expected, rtol, atol);
+  std::printf("outside_project: %s: %s (max abs diff %g)\n", name, ok ? "OK" : "MISMATCH",
+              max_abs_diff(got, expected));
+  return ok;
+}
+
 int main() {
+  bool ok = true;
+
   Tensor x = rand({8, 16}, 1, -1.0, 1.0);
   Tensor w = randn({16, 16}, 2);
   Tensor eager = model(x, w);
   auto compiled = compile(model);
-  Tensor out = compiled(x, w);
-  const bool ok = allclose(out, eager, 1e-5, 1e-6);
-  std::printf("outside_project: %s (max abs diff %g)\n", ok ? "OK" : "MISMATCH", max_abs_diff(out, eager));
+  ok &= check("compile", 0, compiled(x, w), eager, 1e-5, 1e-6);
+
+  // Odd sizes, so the manual schedules' tiles and vectors have tails.
+  Tensor s = randn({37, 203}, 3);
+  Tensor s_expected = softmax(s, -1);
+  Tensor s_out = zeros(s_expected.shape(), s_expected.dtype());
+  int rc = outside_kernels_softmax(s.buffer().raw_buffer(), s_out.buffer().raw_buffer());
+  ok &= check("outside_kernels_softmax", rc, s_out, s_expected, 1e-4, 1e-5);
+
+  Tensor s_kiln = zeros(s_expected.shape(), s_expected.dtype());
+  rc = outside_kiln_softmax(s.buffer().raw_buffer(), s_kiln.buffer().raw_buffer());
+  ok &= check("outside_kiln_softmax", rc, s_kiln, s_expected, 1e-4, 1e-5);
+
+  Tensor a = randn({67, 45}, 4), b = randn({45, 59}, 5);
+  Tensor m_expected = matmul(a, b);
+  Tensor m_out = zeros(m_expected.shape(), m_expected.dtype());
+  rc = outside_kernels_matmul(a.buffer().raw_buffer(), b.buffer().raw_buffer(), m_out.buffer().raw_buffer());
+  ok &= check("outside_kernels_matmul", rc, m_out, m_expected, 1e-4, 1e-5);
+
+  std::printf("outside_project: %s\n", ok ? "OK" : "MISMATCH");
   return ok ? 0 : 1;
 }
