@@ -169,6 +169,14 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target) {
   for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
   for (size_t j = 2; j < v.size(); ++j) order.push_back(v[j]);
   acc.update().reorder(order).vectorize(v[0], vw).unroll(v[0]).unroll(v[1]);
+  // Each column panel of the right operand (tile_n columns x all of k) is copied once per
+  // block into a contiguous buffer: the tiles then stream it linearly instead of striding a
+  // whole row of b per k (which defeats the prefetcher and the TLB).
+  for (const auto& [name, f] : Halide::Internal::find_direct_calls(acc.function())) {
+    Func panel(f);
+    if (!has_prefix(panel, "matmul_b_panel")) continue;
+    panel.compute_at(tiled, no).vectorize(panel.args()[0], vw);
+  }
   log("schedule", acc.name() + ": register tiles of " + std::to_string(tile_m) + " rows x " +
                       std::to_string(tile_n) + " columns, blocks of " + std::to_string(kMatmulBlockTiles) +
                       " row tiles in parallel");

@@ -47,16 +47,28 @@ Func matmul_algorithm(const std::vector<Func>& in, const OpCall& c) {
   // Row and column reads are clamped so that a schedule may compute whole register tiles
   // past the edges (the extra results are never stored).
   Expr m_in = Halide::clamp(v[1], 0, c.extent(a.shape[a.shape.rank() - 2]) - 1);
-  Expr n_in = Halide::clamp(v[0], 0, c.extent(b.shape[b.shape.rank() - 1]) - 1);
-  std::vector<Expr> ia = {k, m_in}, ib = {n_in, k};
+  std::vector<Expr> ia = {k, m_in};
   for (const Expr& e : batch_index(a)) ia.push_back(e);
-  for (const Expr& e : batch_index(b)) ib.push_back(e);
   // f16/bf16 accumulate in f32; integers in i64 (then narrow).
   DType acc_t = is_float(c.output.dtype) ? compute_dtype(c.output.dtype) : DType::I64;
   Halide::Type at = algo::halide_type(acc_t);
+  // The right operand as its own (inlined) Func, so a schedule can pack a column panel of
+  // it contiguously (see schedule_matmul_accumulator).
+  // Its args: column, k, the output's batch dims.
+  Halide::Var bn("bn"), bk("bk");
+  std::vector<Halide::Var> bargs = {bn, bk};
+  std::vector<Expr> bidx = {Halide::clamp(bn, 0, c.extent(b.shape[b.shape.rank() - 1]) - 1), bk};
+  std::vector<Expr> at_b = {v[0], k};
+  for (size_t j = 2; j < v.size(); ++j) {
+    bargs.push_back(v[j]);
+    at_b.push_back(v[j]);
+  }
+  for (const Expr& e : batch_index(b)) bidx.push_back(e);
+  Func b_panel("matmul_b_panel");
+  b_panel(bargs) = in[1](bidx);
   Func acc("matmul_acc");
   acc(v) = Halide::cast(at, 0);
-  acc(v) += Halide::cast(at, in[0](ia)) * Halide::cast(at, in[1](ib));
+  acc(v) += Halide::cast(at, in[0](ia)) * Halide::cast(at, b_panel(at_b));
   c.stages->push_back({acc, /*pure_innermost=*/true});
   Func out("matmul");
   out(v) = algo::to_storage(acc(v), c.output.dtype);
