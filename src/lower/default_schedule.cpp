@@ -146,40 +146,99 @@ constexpr int kMatmulTileRows = 6;
 constexpr int kMatmulBlockTiles = 8;
 bool is_matmul_accumulator(const Func& f) { return has_prefix(f, "matmul_acc") && f.args().size() >= 2; }
 
-void schedule_matmul_accumulator(Func acc, const Halide::Target& target) {
-  std::vector<Var> v = pure_vars(acc);  // n, m, batch...
-  const int vw = std::max(1, target.natural_vector_size(acc.type()));
-  const int tile_n = kMatmulTileVectors * vw, tile_m = kMatmulTileRows;
-  Func tiled = acc.in();
-  Var no("no"), ni("ni"), mo("mo"), mi("mi"), mb("mb"), mt("mt");
-  tiled.compute_root()
-      .split(v[0], no, ni, tile_n, TailStrategy::RoundUp)
-      .split(v[1], mo, mi, tile_m, TailStrategy::RoundUp)
-      .split(mo, mb, mt, kMatmulBlockTiles, TailStrategy::GuardWithIf)
-      .reorder(ni, mi, mt, no, mb);
+// The loops of the Func whose register tiles compute the matmul: tiles of tile_m rows x
+// tile_n columns (within column panels when a panel holds several tiles), row tiles in
+// blocks, blocks (and batches) in parallel. Returns the loop at which a tile is computed.
+Var tile_matmul_loops(Func s, const std::vector<Var>& v, int vw, int tile_n, int tile_m, int panel,
+                      TailStrategy tail) {
+  Var no("no"), ni("ni"), mo("mo"), mi("mi"), mb("mb"), mt("mt"), np("np"), nw("nw");
+  if (tile_n < panel) {
+    // A tile's panel index (n / panel) is then its panel loop, and the index math affine.
+    s.split(v[0], np, nw, panel, tail).split(nw, no, ni, tile_n, tail);
+  } else {
+    s.split(v[0], no, ni, tile_n, tail);
+  }
+  s.split(v[1], mo, mi, tile_m, tail).split(mo, mb, mt, kMatmulBlockTiles, TailStrategy::GuardWithIf);
+  if (tile_n < panel) {
+    s.reorder(ni, mi, mt, no, np, mb);
+  } else {
+    s.reorder(ni, mi, mt, no, mb);
+  }
   Var task = mb;
   for (size_t j = 2; j < v.size(); ++j) {
     Var fused("mbf" + std::to_string(j));
-    tiled.fuse(task, v[j], fused);
+    s.fuse(task, v[j], fused);
     task = fused;
   }
-  tiled.parallel(task).vectorize(ni, vw).unroll(ni).unroll(mi);
-  acc.compute_at(tiled, mt).vectorize(v[0], vw).unroll(v[0]).unroll(v[1]);
-  std::vector<VarOrRVar> order = {v[0], v[1]};
+  s.parallel(task).vectorize(ni, vw).unroll(ni).unroll(mi);
+  return mt;
+}
+
+// Whether a matmul can be computed per tile of its epilogue host. The host's tiles cannot
+// be rounded up past its edges (the epilogue may read other inputs there), and a column
+// tile that does not start on a panel of b would gather instead of loading vectors: so
+// the host needs a static column count that whole tiles and panels divide. Rows are
+// guarded (they are unrolled, not vectorized).
+bool epilogue_host_fits(const LoweredGraph::EpilogueHost& host, const Func& acc, const Halide::Target& target) {
+  const int vw = std::max(1, target.natural_vector_size(acc.type()));
+  const int64_t unit = std::max(kMatmulTileVectors * vw, 64 / acc.type().bytes());
+  return host.columns > 0 && host.columns % unit == 0;
+}
+
+// `host`: the stored value that computes the matmul per tile, its pointwise epilogue
+// inlined (see LoweredGraph::epilogue_hosts); without one, a wrapper of the accumulator.
+void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const Func* host) {
+  std::vector<Var> v = pure_vars(acc);  // n, m, batch...
+  const int vw = std::max(1, target.natural_vector_size(acc.type()));
+  const int tile_n = kMatmulTileVectors * vw, tile_m = kMatmulTileRows;
+  const int panel = 64 / acc.type().bytes();  // b_panel's width (ops/linalg.cpp)
+  Func tiled = host ? *host : acc.in();
+  tiled.compute_root();
+  // Without a host, matmul clamps its reads, so the wrapper computes whole tiles past the
+  // edges; a host's columns are whole tiles (epilogue_host_fits) and its rows guarded.
+  const TailStrategy tail = host ? TailStrategy::GuardWithIf : TailStrategy::RoundUp;
+  Var mt = tile_matmul_loops(tiled, host ? tiled.args() : v, vw, tile_n, tile_m, panel, tail);
+  // The accumulator covers whole tiles (rounded up, so its loops have constant extents
+  // even where the host's edge tiles are guarded): one tile in registers per step of k.
+  Var ao("ao"), ai("ai"), bo("bo"), bi("bi");
+  acc.compute_at(tiled, mt)
+      .split(v[0], ao, ai, tile_n, TailStrategy::RoundUp)
+      .split(v[1], bo, bi, tile_m, TailStrategy::RoundUp)
+      .reorder(ai, bi, ao, bo)
+      .vectorize(ai, vw)
+      .unroll(ai)
+      .unroll(bi);
+  std::vector<VarOrRVar> order = {ai, bi};
   for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
+  order.push_back(ao);
+  order.push_back(bo);
   for (size_t j = 2; j < v.size(); ++j) order.push_back(v[j]);
-  acc.update().reorder(order).vectorize(v[0], vw).unroll(v[0]).unroll(v[1]);
-  // Each column panel of the right operand (tile_n columns x all of k) is copied once per
-  // block into a contiguous buffer: the tiles then stream it linearly instead of striding a
-  // whole row of b per k (which defeats the prefetcher and the TLB).
+  acc.update()
+      .split(v[0], ao, ai, tile_n, TailStrategy::RoundUp)
+      .split(v[1], bo, bi, tile_m, TailStrategy::RoundUp)
+      .reorder(order)
+      .vectorize(ai, vw)
+      .unroll(ai)
+      .unroll(bi);
+  // The right operand is packed once, at root, into contiguous column panels: the tiles
+  // then stream each panel linearly instead of striding a whole row of b per k (which
+  // defeats the prefetcher and the TLB), and a transposed or computed b is read once.
   for (const auto& [name, f] : Halide::Internal::find_direct_calls(acc.function())) {
-    Func panel(f);
-    if (!has_prefix(panel, "matmul_b_panel")) continue;
-    panel.compute_at(tiled, no).vectorize(panel.args()[0], vw);
+    Func packed(f);
+    if (!has_prefix(packed, "matmul_b_panel")) continue;
+    std::vector<Var> pv = packed.args();  // j, k, panel, batch...
+    Var tasks = pv[2];
+    for (size_t j = 3; j < pv.size(); ++j) {
+      Var fused("pf" + std::to_string(j));
+      packed.fuse(tasks, pv[j], fused);
+      tasks = fused;
+    }
+    packed.compute_root().parallel(tasks).vectorize(pv[0], std::min(panel, vw));
   }
   log("schedule", acc.name() + ": register tiles of " + std::to_string(tile_m) + " rows x " +
                       std::to_string(tile_n) + " columns, blocks of " + std::to_string(kMatmulBlockTiles) +
-                      " row tiles in parallel");
+                      " row tiles in parallel, b packed in panels of " + std::to_string(panel) + " columns, " +
+                      (host ? "computed per tile of " + tiled.name() : std::string("stored")));
 }
 
 // A reduction along rows (softmax's sum, layer norm's moments): the innermost reduction
@@ -240,7 +299,7 @@ bool schedule_gpu_full_reduction(Func acc) {
 
 // A reduction accumulator: its own loop nest; the update parallel over kept dims, or
 // split with rfactor when everything is reduced (on the CPU).
-void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) {
+void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, const LoweredGraph& lowered) {
   Func acc = stage.func;
   // On the CPU conv2d's padded input is computed per task of its convolution.
   if (!target.has_gpu_feature() && is_conv_padded_input(acc)) return;
@@ -260,7 +319,12 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) 
     return;
   }
   if (is_matmul_accumulator(acc)) {
-    schedule_matmul_accumulator(acc, target);
+    auto host = lowered.epilogue_hosts.find(acc.name());
+    if (host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, acc, target)) {
+      schedule_matmul_accumulator(acc, target, &host->second.func);
+    } else {
+      schedule_matmul_accumulator(acc, target, nullptr);
+    }
     return;
   }
   Halide::Stage update = acc.update();
@@ -311,28 +375,61 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target) 
   }
 }
 
+// A value stored at root for the contractions that read it.
+void materialize(Func f, const Halide::Target& target) {
+  f.compute_root();
+  std::vector<Var> v = pure_vars(f);
+  if (target.has_gpu_feature()) {
+    schedule_gpu_loops(f, v);
+  } else if (has_prefix(f, "permute") && v.size() >= 2) {
+    // A transpose, in square blocks: the block's source rows stay in L1 while its
+    // columns are gathered, instead of one source line fetched per element.
+    const int vw = std::max(1, target.natural_vector_size(f.type()));
+    Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
+    f.tile(v[0], v[1], xo, yo, xi, yi, 2 * vw, 2 * vw, TailStrategy::GuardWithIf).vectorize(xi, vw);
+    Var outer = yo;
+    for (size_t j = 2; j < v.size(); ++j) {
+      Var fused("tf" + std::to_string(j));
+      f.fuse(outer, v[j], fused);
+      outer = fused;
+    }
+    f.parallel(outer);
+  } else if (!v.empty()) {
+    f.parallel(v.back());
+    if (v.size() >= 2) f.vectorize(v[0], std::max(1, target.natural_vector_size(f.type())), TailStrategy::GuardWithIf);
+  }
+}
+
 }  // namespace
 
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target) {
-  for (const StageInfo& s : lowered.stages) schedule_accumulator(s, target);
+  for (const StageInfo& s : lowered.stages) schedule_accumulator(s, target, lowered);
+  // Epilogue hosts were scheduled with their matmuls (on the CPU).
+  std::set<std::string> hosts;
+  if (!target.has_gpu_feature()) {
+    for (const StageInfo& s : lowered.stages) {
+      auto host = lowered.epilogue_hosts.find(s.func.name());
+      if (host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, s.func, target)) {
+        hosts.insert(host->second.func.name());
+      }
+    }
+  }
   // A value that feeds several contractions (a ResNet block's input feeds the main and the
   // downsample convolutions) is listed once per use but scheduled once; outputs get
   // their own schedule below.
-  std::set<std::string> scheduled;
+  std::set<std::string> scheduled = hosts;
   for (const Func& out : lowered.outputs) scheduled.insert(out.name());
   for (Func& f : lowered.contraction_operands) {
     if (!scheduled.insert(f.name()).second) continue;
-    f.compute_root();
-    std::vector<Var> v = pure_vars(f);
-    if (target.has_gpu_feature()) {
-      schedule_gpu_loops(f, v);
-    } else if (!v.empty()) {
-      f.parallel(v.back());
-      if (v.size() >= 2) f.vectorize(v[0], std::max(1, target.natural_vector_size(f.type())), TailStrategy::GuardWithIf);
+    if (!target.has_gpu_feature() && lowered.cpu_inline_operands.count(f.name())) {
+      log("schedule", f.name() + ": inlined into the contraction (packed, or a view of stored data)");
+      continue;
     }
+    materialize(f, target);
     log("schedule", f.name() + ": materialized (feeds a contraction)");
   }
   for (Func& out : lowered.outputs) {
+    if (hosts.count(out.name())) continue;
     schedule_output(out, target);
     log("schedule", out.name() + (target.has_gpu_feature() ? ": gpu_tile" : ": vectorized, parallel"));
   }

@@ -35,6 +35,58 @@ void constrain_output(Halide::Func& out, const TensorMeta& meta,
   }
 }
 
+// A permute, expand or slice (possibly several) of an input or a constant: reading it
+// inside a contraction is a strided load, no arithmetic. (A view of a computed value is
+// stored instead: reading a big transposed intermediate in place strides by whole rows
+// per step of k, which measured 2x slower than storing the transpose.)
+bool is_view_of_stored_data(const Graph& graph, const Node& n) {
+  if (n.is_placeholder() || n.is_constant()) return true;
+  if (n.op != "permute" && n.op != "expand" && n.op != "slice") return false;
+  return is_view_of_stored_data(graph, graph.node(n.inputs[0]));
+}
+
+// Where each matmul's tiles may be computed: follow its result through pointwise ops of
+// the same shape, each the only use of the one before, to the first value that is stored
+// anyway (a graph output, or a stored contraction operand). Computing the matmul per
+// register tile of that value fuses the chain as an epilogue, instead of storing the
+// product and reading it back.
+void find_epilogue_hosts(const Graph& graph, const std::map<int, Halide::Func>& matmul_accs,
+                         const std::set<std::string>& stored, LoweredGraph& out) {
+  std::map<int, int> uses;
+  std::map<int, int> user;       // the last user seen, meaningful when uses == 1
+  std::map<int, int> output_of;  // node -> the graph output it is
+  for (const Node& n : graph.nodes()) {
+    for (int i : n.inputs) ++uses[i], user[i] = n.id;
+  }
+  for (size_t o = 0; o < graph.outputs().size(); ++o) {
+    const int id = graph.outputs()[o];
+    ++uses[id];
+    user[id] = -1;
+    output_of[id] = int(o);
+  }
+  for (const auto& [id, acc] : matmul_accs) {
+    const Shape& shape = graph.node(id).meta.shape;
+    const Dim& cols = shape[shape.rank() - 1];
+    const int64_t columns = cols.is_static() ? cols.size : 0;
+    int cur = id;
+    while (uses[cur] == 1) {
+      if (output_of.count(cur)) {
+        out.epilogue_hosts[acc.name()] = {out.outputs[size_t(output_of[cur])], columns};
+        break;
+      }
+      const Halide::Func& f = out.funcs.at(cur);
+      if (stored.count(f.name())) {
+        out.epilogue_hosts[acc.name()] = {f, columns};
+        break;
+      }
+      const Node& next = graph.node(user[cur]);
+      auto kind = out.kinds.find(next.id);
+      if (kind == out.kinds.end() || kind->second != OpKind::Pointwise || !(next.meta.shape == shape)) break;
+      cur = next.id;
+    }
+  }
+}
+
 }  // namespace
 
 LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external) {
@@ -79,6 +131,8 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
     return it->second;
   };
 
+  std::set<std::string> must_materialize;  // contraction operands some use needs in memory
+  std::map<int, Halide::Func> matmul_accs;   // by node id
   for (const Node& n : graph.nodes()) {
     if (n.is_placeholder()) continue;
     if (n.is_constant()) {
@@ -94,15 +148,22 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
     }
     OpCall call{metas, n.meta, n.attrs, extent, &out.stages};
     Halide::Func f = op.algorithm(in, call);
+    if (n.op == "matmul") matmul_accs[n.id] = out.stages.back().func;
     out.funcs[n.id] = f;
     out.kinds[n.id] = op.kind;
     if (op.kind == OpKind::Contraction) {
-      for (int i : n.inputs) {
-        const Node& src = graph.node(i);
+      for (size_t j = 0; j < n.inputs.size(); ++j) {
+        const Node& src = graph.node(n.inputs[j]);
         if (src.is_placeholder() || src.is_constant()) continue;
-        out.contraction_operands.push_back(out.funcs.at(i));
+        const Halide::Func& f = out.funcs.at(src.id);
+        out.contraction_operands.push_back(f);
+        const bool inline_ok = (n.op == "matmul" && j == 1) || is_view_of_stored_data(graph, src);
+        if (!inline_ok) must_materialize.insert(f.name());
       }
     }
+  }
+  for (const Halide::Func& f : out.contraction_operands) {
+    if (!must_materialize.count(f.name())) out.cpu_inline_operands.insert(f.name());
   }
 
   // Outputs are fresh Funcs, so an output may repeat a node or be an input.
@@ -114,6 +175,7 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
     if (!external) constrain_output(f, n.meta, symbol_extents);
     out.outputs.push_back(f);
   }
+  find_epilogue_hosts(graph, matmul_accs, must_materialize, out);
   return out;
 }
 

@@ -5,6 +5,8 @@
 #include <Halide.h>
 
 #include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -22,6 +24,19 @@ struct LoweredGraph {
   // Computed values that feed a contraction: inlining them would redo their index math
   // (a permute's div/mod, say) inside the contraction's innermost loop.
   std::vector<Halide::Func> contraction_operands;
+  // Those of them that a CPU schedule may leave inline: every use is either matmul's
+  // right operand (the CPU schedule packs it into panels once, reading through it) or a
+  // view (permute, expand, slice) of an input or a constant, which costs a strided load.
+  std::set<std::string> cpu_inline_operands;
+  // A matmul accumulator's epilogue host, by the accumulator's name: the stored value its
+  // result reaches through single-use pointwise ops of the same shape (an output, or a
+  // stored contraction operand), so a CPU schedule can compute the matmul per register
+  // tile of that value.
+  struct EpilogueHost {
+    Halide::Func func;
+    int64_t columns = 0;  // the innermost extent when static, else 0
+  };
+  std::map<std::string, EpilogueHost> epilogue_hosts;
 
   Halide::Pipeline pipeline() const { return Halide::Pipeline(outputs); }
   std::vector<Halide::Argument> arguments() const;

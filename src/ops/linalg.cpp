@@ -46,24 +46,31 @@ Func matmul_algorithm(const std::vector<Func>& in, const OpCall& c) {
   };
   // Row and column reads are clamped so that a schedule may compute whole register tiles
   // past the edges (the extra results are never stored).
-  Expr m_in = Halide::clamp(v[1], 0, c.extent(a.shape[a.shape.rank() - 2]) - 1);
+  // (likely: loops are split into a clamp-free steady state and the edges.)
+  Expr m_in = Halide::clamp(Halide::likely(v[1]), 0, c.extent(a.shape[a.shape.rank() - 2]) - 1);
   std::vector<Expr> ia = {k, m_in};
   for (const Expr& e : batch_index(a)) ia.push_back(e);
   // f16/bf16 accumulate in f32; integers in i64 (then narrow).
   DType acc_t = is_float(c.output.dtype) ? compute_dtype(c.output.dtype) : DType::I64;
   Halide::Type at = algo::halide_type(acc_t);
-  // The right operand as its own (inlined) Func, so a schedule can pack a column panel of
-  // it contiguously (see schedule_matmul_accumulator).
-  // Its args: column, k, the output's batch dims.
-  Halide::Var bn("bn"), bk("bk");
-  std::vector<Halide::Var> bargs = {bn, bk};
-  std::vector<Expr> bidx = {Halide::clamp(bn, 0, c.extent(b.shape[b.shape.rank() - 1]) - 1), bk};
-  std::vector<Expr> at_b = {v[0], k};
-  for (size_t j = 2; j < v.size(); ++j) {
-    bargs.push_back(v[j]);
-    at_b.push_back(v[j]);
+  // The right operand in column panels: b_panel(j, k, p, batch...) is b's column
+  // p * kPanel + j, so a panel (kPanel columns x all of k) is contiguous. A CPU schedule
+  // computes it once at root (packing b, and whatever transpose or pointwise chain b is,
+  // in one pass) and the register tiles then stream each panel linearly; anywhere else
+  // it is inlined and the index math folds back to b(n, k). kPanel is one cache line of
+  // the accumulator type, which is also two AVX2 vectors (schedule_matmul_accumulator).
+  const int panel = 64 / at.bytes();
+  Halide::Var bj("bj"), bk("bk"), bp("bp");
+  std::vector<Halide::Var> bargs = {bj, bk, bp};
+  std::vector<Expr> bidx = {Halide::clamp(Halide::likely(bp * panel + bj), 0, c.extent(b.shape[b.shape.rank() - 1]) - 1), bk};
+  const int b_batch = b.shape.rank() - 2;
+  for (int j = 0; j < b_batch; ++j) {
+    Halide::Var bv("bb" + std::to_string(j));
+    bargs.push_back(bv);
+    bidx.push_back(bv);
   }
-  for (const Expr& e : batch_index(b)) bidx.push_back(e);
+  std::vector<Expr> at_b = {v[0] % panel, k, v[0] / panel};
+  for (const Expr& e : batch_index(b)) at_b.push_back(e);
   Func b_panel("matmul_b_panel");
   b_panel(bargs) = in[1](bidx);
   Func acc("matmul_acc");

@@ -51,4 +51,39 @@ TEST(Matmul, CompiledMlpFusesAndMatchesEager) {
   EXPECT_TRUE(allclose(compiled, ref, 1e-4, 1e-5)) << max_abs_diff(compiled, ref);
 }
 
+// The CPU schedule packs matmul's right operand into column panels at root, reading
+// through transposes and pointwise chains, and reads a transposed input as the left
+// operand in place: results must not depend on which operand is a view or computed, at
+// sizes that are not multiples of a panel or a register tile.
+TEST(Matmul, CompiledTransposedAndComputedOperandsMatchReference) {
+  Tensor a = rand({37, 29}, 21, -1, 1), b = rand({29, 45}, 22, -1, 1);
+  Tensor at = transpose(a, 0, 1), bt = transpose(b, 0, 1);
+  Tensor ref = get_op("matmul").reference({a, b}, {}, TensorMeta{DType::F32, Shape{37, 45}});
+  const std::vector<std::pair<std::string, TensorFn>> cases = {
+      {"a^T^T @ b^T^T", [](const std::vector<Tensor>& in) {
+         return std::vector<Tensor>{matmul(transpose(in[0], 0, 1), transpose(in[1], 0, 1))};
+       }},
+      {"a @ (b*1)^T^T", [](const std::vector<Tensor>& in) {
+         return std::vector<Tensor>{matmul(transpose(in[0], 0, 1), transpose(in[1] * 1.0, 0, 1))};
+       }},
+  };
+  for (const auto& [what, fn] : cases) {
+    SCOPED_TRACE(what);
+    Tensor c = compile(fn)({at, bt})[0];
+    EXPECT_TRUE(allclose(c, ref, 1e-5, 1e-5)) << max_abs_diff(c, ref);
+  }
+  // A computed right operand is packed once; a computed left operand is materialized.
+  auto gelu_both = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{matmul(gelu(in[0]), gelu(in[1]))};
+  };
+  Tensor g = compile(gelu_both)({a, b})[0];
+  Tensor gref = get_op("matmul").reference({gelu(a), gelu(b)}, {}, TensorMeta{DType::F32, Shape{37, 45}});
+  EXPECT_TRUE(allclose(g, gref, 1e-5, 1e-5)) << max_abs_diff(g, gref);
+  // A 2-D right operand shared by every batch of a 3-D left operand is packed once.
+  Tensor x = rand({3, 7, 29}, 23, -1, 1);
+  Tensor bx = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], transpose(in[1], 0, 1))}; })({x, bt})[0];
+  Tensor bref = get_op("matmul").reference({x, b}, {}, TensorMeta{DType::F32, Shape{3, 7, 45}});
+  EXPECT_TRUE(allclose(bx, bref, 1e-5, 1e-5)) << max_abs_diff(bx, bref);
+}
+
 }  // namespace
