@@ -82,7 +82,9 @@ std::vector<Tensor> backward_through_outputs(const std::vector<TapeEntry>& entri
                  "write the computation with differentiable ops, or give the op a vjp (OpDef::vjp)");
     }
     Tensor g = it->second;
-    std::vector<Tensor> in_grads = vjp(VjpArgs{e.inputs, e.output, g, e.attrs});
+    std::vector<bool> wanted;
+    for (const Tensor& in : e.inputs) wanted.push_back(needs.count(in.impl()) > 0);
+    std::vector<Tensor> in_grads = vjp(VjpArgs{e.inputs, e.output, g, e.attrs, std::move(wanted)});
     for (size_t k = 0; k < e.inputs.size() && k < in_grads.size(); ++k) {
       if (in_grads[k].defined() && needs.count(e.inputs[k].impl())) add_grad(grads, e.inputs[k], in_grads[k]);
     }

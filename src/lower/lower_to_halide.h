@@ -26,7 +26,8 @@ struct LoweredGraph {
   std::vector<Halide::Func> contraction_operands;
   // Those of them that a CPU schedule may leave inline: every use is either matmul's
   // right operand (the CPU schedule packs it into panels once, reading through it) or a
-  // view (permute, expand, slice) of an input or a constant, which costs a strided load.
+  // view (permute, expand, slice) of an input or a constant that keeps the innermost axis
+  // innermost, which costs a strided load.
   std::set<std::string> cpu_inline_operands;
   // A matmul accumulator's epilogue host, by the accumulator's name: the stored value its
   // result reaches through single-use pointwise ops of the same shape (an output, or a

@@ -30,7 +30,9 @@ Tensor apply_op(const std::string& op, const std::vector<Tensor>& inputs, const 
       if (!vjp) {
         user_error("backward: op '", def.name, "' has no VJP rule, so kiln cannot differentiate through it");
       }
-      return vjp(VjpArgs{inputs, y, g, attrs});
+      std::vector<bool> wanted;
+      for (const Tensor& in : inputs) wanted.push_back(in.needs_grad());
+      return vjp(VjpArgs{inputs, y, g, attrs, std::move(wanted)});
     };
     attach_grad_node(out, std::move(node));
   }

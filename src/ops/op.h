@@ -92,6 +92,10 @@ struct VjpArgs {
   const Tensor& output;
   const Tensor& grad;
   const Attrs& attrs;
+  // Which inputs the caller wants a gradient for; empty: all. A rule may skip the work of
+  // the others (returning an undefined Tensor there), as matmul and conv2d do.
+  std::vector<bool> wanted = {};
+  bool needs(size_t k) const { return wanted.empty() || (k < wanted.size() && wanted[k]); }
 };
 
 using InferFn = std::function<TensorMeta(const std::vector<TensorMeta>&, const Attrs&)>;

@@ -304,8 +304,10 @@ std::map<std::string, VjpFn> linalg_rules() {
   std::map<std::string, VjpFn> r;
   r["matmul"] = [](const VjpArgs& v) {
     const Tensor &a = v.inputs[0], &b = v.inputs[1], &g = v.grad;
-    Tensor ga = matmul(g, transpose(b, -1, -2)), gb = matmul(transpose(a, -1, -2), g);
-    return Grads{sum_to(ga, a.shape()), sum_to(gb, b.shape())};
+    Grads out(2);
+    if (v.needs(0)) out[0] = sum_to(matmul(g, transpose(b, -1, -2)), a.shape());
+    if (v.needs(1)) out[1] = sum_to(matmul(transpose(a, -1, -2), g), b.shape());
+    return out;
   };
   return r;
 }
@@ -362,24 +364,30 @@ Tensor flip_axis(const Tensor& x, int axis) {
   return index_select(x, axis, arange(double(n - 1), -1.0, -1.0, DType::I64));
 }
 
-// One group: x [N, C, H, W], w [O, C, KH, KW], g [N, O, OH, OW].
+// One group: x [N, C, H, W], w [O, C, KH, KW], g [N, O, OH, OW]. Only the gradients asked
+// for are computed.
 std::pair<Tensor, Tensor> conv2d_group_grads(const Tensor& x, const Tensor& w, const Tensor& g,
                                              const std::vector<int64_t>& s, const std::vector<int64_t>& p,
-                                             const std::vector<int64_t>& d) {
+                                             const std::vector<int64_t>& d, bool want_x, bool want_w) {
   const int64_t H = x.shape()[2].size, W = x.shape()[3].size, KH = w.shape()[2].size, KW = w.shape()[3].size;
   const int64_t OH = g.shape()[2].size, OW = g.shape()[3].size;
-  // Input: the output gradient spread back to stride 1, padded to a full convolution with
-  // the flipped, transposed kernel (negative pads crop; the extra rows and columns at the
-  // end are input positions no output read).
-  Tensor gd = dilate_axis(dilate_axis(g, 2, s[0]), 3, s[1]);
-  const int64_t ph = d[0] * (KH - 1) - p[0], pw = d[1] * (KW - 1) - p[1];
-  const int64_t extra_h = H - ((OH - 1) * s[0] + 1 + d[0] * (KH - 1) - 2 * p[0]);
-  const int64_t extra_w = W - ((OW - 1) * s[1] + 1 + d[1] * (KW - 1) - 2 * p[1]);
-  Tensor wt = permute(flip_axis(flip_axis(w, 2), 3), {1, 0, 2, 3});
-  Tensor gx = conv2d(pad(gd, {pw, pw + extra_w, ph, ph + extra_h}), wt, {}, {1}, {0}, d);
+  Tensor gx, gw;
+  if (want_x) {
+    // Input: the output gradient spread back to stride 1, padded to a full convolution with
+    // the flipped, transposed kernel (negative pads crop; the extra rows and columns at the
+    // end are input positions no output read).
+    Tensor gd = dilate_axis(dilate_axis(g, 2, s[0]), 3, s[1]);
+    const int64_t ph = d[0] * (KH - 1) - p[0], pw = d[1] * (KW - 1) - p[1];
+    const int64_t extra_h = H - ((OH - 1) * s[0] + 1 + d[0] * (KH - 1) - 2 * p[0]);
+    const int64_t extra_w = W - ((OW - 1) * s[1] + 1 + d[1] * (KW - 1) - 2 * p[1]);
+    Tensor wt = permute(flip_axis(flip_axis(w, 2), 3), {1, 0, 2, 3});
+    gx = conv2d(pad(gd, {pw, pw + extra_w, ph, ph + extra_h}), wt, {}, {1}, {0}, d);
+  }
   // Weight: correlate the input with the output gradient, batch as the contraction.
-  Tensor r = conv2d(permute(x, {1, 0, 2, 3}), permute(g, {1, 0, 2, 3}), {}, d, p, s);  // [C, O, KH', KW']
-  Tensor gw = permute(slice(slice(r, 2, 0, KH), 3, 0, KW), {1, 0, 2, 3});
+  if (want_w) {
+    Tensor r = conv2d(permute(x, {1, 0, 2, 3}), permute(g, {1, 0, 2, 3}), {}, d, p, s);  // [C, O, KH', KW']
+    gw = permute(slice(slice(r, 2, 0, KH), 3, 0, KW), {1, 0, 2, 3});
+  }
   return {gx, gw};
 }
 
@@ -392,17 +400,17 @@ std::map<std::string, VjpFn> conv_rules() {
     const int64_t G = v.attrs.get_int("groups");
     const std::vector<int64_t> s = v.attrs.get_ints("stride"), p = v.attrs.get_ints("padding"), d = v.attrs.get_ints("dilation");
     if (G == 1) {
-      auto [gx, gw] = conv2d_group_grads(x, w, g, s, p, d);
+      auto [gx, gw] = conv2d_group_grads(x, w, g, s, p, d, v.needs(0), v.needs(1));
       return Grads{gx, gw};
     }
     std::vector<Tensor> xs = split(x, x.shape()[1].size / G, 1), ws = split(w, w.shape()[0].size / G, 0),
                         gs = split(g, g.shape()[1].size / G, 1), gxs, gws;
     for (int64_t k = 0; k < G; ++k) {
-      auto [gx, gw] = conv2d_group_grads(xs[size_t(k)], ws[size_t(k)], gs[size_t(k)], s, p, d);
+      auto [gx, gw] = conv2d_group_grads(xs[size_t(k)], ws[size_t(k)], gs[size_t(k)], s, p, d, v.needs(0), v.needs(1));
       gxs.push_back(gx);
       gws.push_back(gw);
     }
-    return Grads{concat(gxs, 1), concat(gws, 0)};
+    return Grads{v.needs(0) ? concat(gxs, 1) : Tensor(), v.needs(1) ? concat(gws, 0) : Tensor()};
   };
   // max_pool2d: the gradient goes to the window positions equal to the maximum, split
   // evenly between ties (PyTorch gives it all to the first; both are subgradients).

@@ -1,6 +1,8 @@
 // Gradients against central finite differences in f64, eager and compiled.
+#include <algorithm>
 #include <cmath>
 
+#include "autodiff/tape.h"
 #include "ops/op_test_util.h"
 
 using namespace kiln;
@@ -245,6 +247,35 @@ TEST(Grad, InputsTheOutputIgnoresGetZerosAndNoWork) {
   // The gradient graph does no work for b: nothing reads it.
   Graph graph = trace(grad(f, {0}), {rand({4}), rand({2, 2})});
   EXPECT_TRUE(graph.users(graph.inputs()[1]).empty()) << graph.str();
+}
+
+// Rules skip the gradients nobody asked for: the eager backward of a matmul and of a
+// conv2d with only the weight differentiated runs one contraction, not two.
+TEST(Grad, RulesDoNoWorkForInputsThatNeedNoGradient) {
+  auto count = [](const Tape& t, const std::string& op) {
+    return std::count_if(t.entries().begin(), t.entries().end(), [&](const TapeEntry& e) { return e.op == op; });
+  };
+  Tensor x = randn({8, 16}, 1), w = randn({16, 4}, 2);
+  {
+    Tape outer;
+    std::vector<Tensor> g = grad([](const Tensor& a, const Tensor& b) { return sum(matmul(a, b)); }, {1})({x, w});
+    EXPECT_EQ(count(outer, "matmul"), 2) << "the forward and the weight's gradient only";
+    EXPECT_TRUE(allclose(g[0], matmul(transpose(x, 0, 1), ones({8, 4})), 1e-5, 1e-5));
+  }
+  {
+    Tape outer;
+    Tensor wr = w.clone().requires_grad();
+    sum(matmul(x, wr)).backward();
+    EXPECT_EQ(count(outer, "matmul"), 2) << "backward() on a leaf that needs grad and one that does not";
+    EXPECT_TRUE(allclose(wr.grad(), matmul(transpose(x, 0, 1), ones({8, 4})), 1e-5, 1e-5));
+  }
+  {
+    Tape outer;
+    Tensor img = randn({1, 2, 5, 5}, 3), k = randn({3, 2, 3, 3}, 4).requires_grad();
+    sum(conv2d(img, k, Tensor(), {1}, {1})).backward();
+    EXPECT_EQ(count(outer, "conv2d"), 2) << "the forward and the weight's gradient only";
+    ASSERT_TRUE(k.grad().defined());
+  }
 }
 
 }  // namespace

@@ -86,4 +86,25 @@ TEST(Matmul, CompiledTransposedAndComputedOperandsMatchReference) {
   EXPECT_TRUE(allclose(bx, bref, 1e-5, 1e-5)) << max_abs_diff(bx, bref);
 }
 
+// A pointwise epilogue that several ops read is stored in place of the product (each
+// register tile of it computes the matmul), and its readers (a reduction, another matmul's
+// packed operand, an output) read it back; 128 columns take the tiled path, 72 the
+// stored product.
+TEST(Matmul, CompiledEpilogueWithSeveralReadersMatchesReference) {
+  for (int64_t n : {128, 72}) {
+    SCOPED_TRACE("columns " + std::to_string(n));
+    Tensor a = rand({50, 40}, 31, -1, 1), b = rand({40, n}, 32, -1, 1), c = rand({n, 16}, 33, -1, 1);
+    auto fn = [](const std::vector<Tensor>& in) {
+      Tensor y = tanh(matmul(in[0], in[1]) * 0.5 + 1.0);
+      return std::vector<Tensor>{sum(y, {0}), matmul(y, in[2]), y * 3.0};
+    };
+    std::vector<Tensor> got = compile(fn)({a, b, c});
+    Tensor y = tanh(get_op("matmul").reference({a, b}, {}, TensorMeta{DType::F32, Shape{50, n}}) * 0.5 + 1.0);
+    Tensor yc = get_op("matmul").reference({y, c}, {}, TensorMeta{DType::F32, Shape{50, 16}});
+    EXPECT_TRUE(allclose(got[0], sum(y, {0}), 1e-4, 1e-4)) << max_abs_diff(got[0], sum(y, {0}));
+    EXPECT_TRUE(allclose(got[1], yc, 1e-4, 1e-4)) << max_abs_diff(got[1], yc);
+    EXPECT_TRUE(allclose(got[2], y * 3.0, 1e-5, 1e-5)) << max_abs_diff(got[2], y * 3.0);
+  }
+}
+
 }  // namespace
