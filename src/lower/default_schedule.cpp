@@ -247,6 +247,41 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const F
                       (host ? "computed per tile of " + tiled.name() : std::string("stored")));
 }
 
+// matmul on a GPU: each thread accumulates a register tile of kGpuMatmulRows rows x
+// kGpuLanes adjacent columns over all of k: per step of k, one 128-bit load of b (a warp's
+// loads are one contiguous 512-byte span) and kGpuMatmulRows loads of a (the same address
+// across the warp, a broadcast) feed 32 FMAs. A block of kGpuMatmulThreadsN x
+// kGpuMatmulThreadsM threads covers 128 columns x 32 rows. The product is stored
+// (acc.in()) and its epilogue reads it back. Tiles are rounded up: matmul clamps its reads.
+constexpr int kGpuMatmulRows = 8;
+constexpr int kGpuMatmulThreadsN = 32, kGpuMatmulThreadsM = 4;
+void schedule_gpu_matmul_accumulator(Func acc) {
+  std::vector<Var> v = pure_vars(acc);  // n, m, batch...
+  Func out = acc.in();
+  Var no("no"), mo("mo"), ni("ni"), mi("mi"), nt("nt"), mt("mt"), nv("nv"), mr("mr");
+  out.compute_root()
+      .tile(v[0], v[1], no, mo, ni, mi, kGpuLanes * kGpuMatmulThreadsN, kGpuMatmulRows * kGpuMatmulThreadsM,
+            TailStrategy::GuardWithIf)
+      .split(ni, nt, nv, kGpuLanes)
+      .split(mi, mt, mr, kGpuMatmulRows)
+      .reorder(nv, mr, nt, mt, no, mo);
+  Var blocks = mo;
+  for (size_t j = 2; j < v.size(); ++j) {
+    Var fused("mof" + std::to_string(j));
+    out.fuse(blocks, v[j], fused);
+    blocks = fused;
+  }
+  out.gpu_blocks(no, blocks).gpu_threads(nt, mt).unroll(nv).unroll(mr);
+  acc.compute_at(out, nt).bound_extent(v[0], kGpuLanes).bound_extent(v[1], kGpuMatmulRows);
+  acc.vectorize(v[0]).unroll(v[1]);
+  std::vector<VarOrRVar> order = {v[0], v[1]};
+  for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
+  acc.update().reorder(order).vectorize(v[0]).unroll(v[1]);
+  log("schedule", acc.name() + ": gpu register tiles of " + std::to_string(kGpuMatmulRows) + " rows x " +
+                      std::to_string(kGpuLanes) + " columns per thread, blocks of " +
+                      std::to_string(kGpuMatmulThreadsN) + " x " + std::to_string(kGpuMatmulThreadsM) + " threads");
+}
+
 // A reduction along rows (softmax's sum, layer norm's moments): the innermost reduction
 // variable is split into vectors of partial results (rfactor), so its body (an exp, a
 // square) runs vectorized, then the vector is reduced. Skipped where Halide cannot prove
@@ -314,6 +349,10 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, 
   std::vector<Var> v = pure_vars(acc);
   if (target.has_gpu_feature()) {
     if (v.empty() && acc.has_update_definition() && schedule_gpu_full_reduction(acc)) return;
+    if (is_matmul_accumulator(acc) && acc.has_update_definition()) {
+      schedule_gpu_matmul_accumulator(acc);
+      return;
+    }
     schedule_gpu_loops(acc, v);
     if (acc.has_update_definition()) schedule_gpu_loops(acc.update(), v);
     log("schedule", acc.name() + ": gpu_tile over kept dims, serial reduction per thread");

@@ -65,7 +65,8 @@ inline void expect_matches_reference(const std::string& op, const OpFn& fn,
 // Call only where cuda_available().
 inline void expect_matches_reference_on_gpu(const std::string& op, const OpFn& fn,
                                             const std::vector<Tensor>& inputs, const Attrs& attrs,
-                                            const std::string& what) {
+                                            const std::string& what,
+                                            std::optional<Tolerance> f32_tolerance = std::nullopt) {
   SCOPED_TRACE(op + " on the GPU " + what);
   const OpDef& def = get_op(op);
   std::vector<TensorMeta> metas;
@@ -82,6 +83,7 @@ inline void expect_matches_reference_on_gpu(const std::string& op, const OpFn& f
   Tensor compiled = compiled_fn(on_gpu)[0].to_host();
   ASSERT_EQ(compiled.meta(), out_meta);
   Tolerance tol = tolerance_for(out_meta.dtype);
+  if (f32_tolerance && out_meta.dtype == DType::F32) tol = *f32_tolerance;
   EXPECT_TRUE(allclose(compiled, ref, tol.rtol, tol.atol, true))
       << "compiled " << compiled.str(12) << "\nref      " << ref.str(12)
       << "\nmax abs diff " << max_abs_diff(compiled, ref);
