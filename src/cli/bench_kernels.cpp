@@ -23,6 +23,7 @@
 #include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "kernel_spec.h"
+#include "kernel_timing.h"
 #include "kiln.h"
 
 namespace kiln::cli {
@@ -91,34 +92,8 @@ std::string run_variant(const kernels::KernelSpec& spec, const std::string& sche
     Halide::AutoschedulerParams params(schedule, {{"parallelism", std::to_string(parallelism)}});
     k.lowered.pipeline().apply_autoscheduler(target, params);
   }
-  Halide::Pipeline p = k.lowered.pipeline();
-  p.compile_jit(target);
-
-  std::vector<Tensor> inputs;
-  uint64_t seed = 1;
-  for (const kernels::KernelInput& in : spec.inputs) inputs.push_back(rand(Shape(in.estimate), seed++, 0.5, 1.5, in.dtype));
-  for (size_t i = 0; i < inputs.size(); ++i) k.params[i].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(inputs[i].buffer())));  // shares the data
-  TensorMeta om = kernels::output_at_estimates(spec);
-  const std::vector<int64_t> kiln_sizes = om.shape.sizes();
-  std::vector<int> sizes(kiln_sizes.rbegin(), kiln_sizes.rend());  // Halide's order
-  Halide::Buffer<> out(algo::halide_type(om.dtype), sizes);
-
-  auto once = [&]() {
-    p.realize(out, target);
-    if (gpu) out.device_sync();
-  };
-  once();  // warm-up: copies inputs to the device, JIT caches
-  std::vector<double> ms;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < a.reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    once();
-    auto t1 = std::chrono::steady_clock::now();
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    if (i >= 4 && std::chrono::duration<double>(t1 - start).count() > a.max_seconds) break;
-  }
-  std::sort(ms.begin(), ms.end());
-  return "ok " + std::to_string(ms[ms.size() / 2]) + " " + std::to_string(ms.size());
+  const kernels::KernelTiming t = kernels::time_kernel(k, target, a.reps, a.max_seconds);
+  return "ok " + std::to_string(t.median_ms) + " " + std::to_string(t.runs);
 }
 
 struct Outcome {
