@@ -1,7 +1,7 @@
 // `kiln autoschedule` and `kiln tune` on kernel-library generators: the schedule file
 // autoschedule wrote at build time compiles (it is included here) and schedules the
 // generator's pipeline to the default schedule's results; tune with a tiny budget writes
-// a database entry that the Kiln plugin then applies; bad arguments are kiln::Errors
+// a database entry that the Kiln plugin (and so autoschedule and bench-kernels) applies; bad arguments are kiln::Errors
 // saying what was wrong and what would be right.
 #include <gtest/gtest.h>
 
@@ -108,6 +108,17 @@ TEST(KilnTuneCommand, ATinyBudgetWritesAnEntryThatThePluginUses) {
   // ... and so does `kiln autoschedule`, saying so.
   const CommandRun a = run_kiln("autoschedule softmax --db " + db_path + " -o " + dir.file("s.h"));
   EXPECT_NE(a.output.find("(tuned entry, measured"), std::string::npos) << a.output;
+  // ... and `kiln bench-kernels` gets a Kiln-tuned row, beside the cost model's Kiln row,
+  // only where the database has an entry.
+  const std::string bench = "bench-kernels --filter '^kiln_softmax$' --reps 1 --max-seconds 0 --db ";
+  const CommandRun with = run_kiln(bench + db_path);
+  EXPECT_EQ(with.status, 0) << with.output;
+  EXPECT_NE(with.output.find("\"impl\": \"Kiln-tuned\""), std::string::npos) << with.output;
+  EXPECT_NE(with.output.find("\"impl\": \"Kiln\""), std::string::npos) << with.output;
+  const CommandRun without = run_kiln(bench + dir.file("empty.json"));
+  EXPECT_EQ(without.status, 0) << without.output;
+  EXPECT_EQ(without.output.find("Kiln-tuned"), std::string::npos) << without.output;
+  EXPECT_NE(without.output.find("\"impl\": \"Kiln\""), std::string::npos) << without.output;
 }
 
 TEST(KilnTuneCommand, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
