@@ -255,14 +255,12 @@ struct Search {
         }
       }
     }
-    // Stable, so that of near-equal tilings the first enumerated (smallest) wins; the
-    // 0.1% margin keeps rounding noise from deciding.
-    std::stable_sort(scored.begin(), scored.end(), [](const TileChoice& a, const TileChoice& b) {
-      return a.prediction.total_s < b.prediction.total_s * 0.999;
-    });
     KILN_CHECK(!scored.empty(), f.name, ": no register tiling fits");
-    TileChoice chosen = scored.front();
+    TileChoice chosen = scored[first_best(scored, [](const TileChoice& c) { return c.prediction.total_s; })];
     if (auto k = knob_tile(f.name)) chosen = {f.name, *k, predict(contraction_plan(s, *k), m)};
+    std::stable_sort(scored.begin(), scored.end(), [](const TileChoice& a, const TileChoice& b) {
+      return a.prediction.total_s < b.prediction.total_s;
+    });
     for (const TileChoice& c : scored) {
       if (c.tiling == chosen.tiling) continue;
       if (count_alternatives(f.name) >= kAlternativesPerDecision) break;
@@ -270,6 +268,18 @@ struct Search {
     }
     result.knobs.tiles[stable_name(f.name)] = chosen.tiling;
     return chosen;
+  }
+
+  // The index of the best-scored choice, where a later one must be 0.1% faster to win:
+  // of near-equal choices the first enumerated (the simplest) is taken, and rounding noise
+  // does not decide.
+  template <class T, class Seconds>
+  static size_t first_best(const std::vector<T>& scored, Seconds seconds) {
+    size_t best = 0;
+    for (size_t i = 1; i < scored.size(); ++i) {
+      if (seconds(scored[i]) < seconds(scored[best]) * 0.999) best = i;
+    }
+    return best;
   }
 
   size_t count_alternatives(const std::string& func) const {
@@ -368,9 +378,7 @@ struct Search {
       if (band > 1 && std::ceil(rows / band) < 4.0 * m.cores) break;
       scored.push_back({band, predict(row_plan(h, flops_per_point, rows, band), m).total_s});
     }
-    std::stable_sort(scored.begin(), scored.end(),
-                     [](const auto& a, const auto& b) { return a.second < b.second * 0.999; });
-    std::pair<int, double> chosen = scored.front();
+    std::pair<int, double> chosen = scored[first_best(scored, [](const auto& c) { return c.second; })];
     if (auto k = knob_band(h.name)) chosen = {*k, predict(row_plan(h, flops_per_point, rows, *k), m).total_s};
     for (const auto& [band, t] : scored) {
       if (band != chosen.first) alternatives.push_back({h.name, false, {}, band, t - chosen.second});

@@ -66,11 +66,11 @@ void print_summary(const autoschedule::TuneResult& r, const std::string& path) {
   std::fprintf(stderr, "  %-3s %12s %12s  %s\n", "#", "measured", "predicted", "knobs");
   for (size_t i = 0; i < r.measured.size(); ++i) {
     const autoschedule::Measurement& m = r.measured[i];
-    char measured[32];
-    std::snprintf(measured, sizeof measured, m.ok ? "%9.4g ms" : "%12s", m.ok ? m.trial.ms : 0.0);
-    if (!m.ok) std::snprintf(measured, sizeof measured, "%12s", "failed");
-    std::fprintf(stderr, "  %-3zu %12s %9.4g ms  %s%s\n", i, measured, m.candidate.predicted_s * 1e3,
-                 m.candidate.knobs.str().c_str(), i == 0 ? "  (cost model's choice)" : "");
+    char measured[32] = "failed";
+    if (m.ok) std::snprintf(measured, sizeof measured, "%.4g ms", m.trial.ms);
+    std::fprintf(stderr, "  %-3zu %12s %9.4g ms  %s%s%s\n", i, measured, m.candidate.predicted_s * 1e3,
+                 m.candidate.knobs.empty() ? "(no knobs)" : m.candidate.knobs.str().c_str(),
+                 i == 0 ? "  (cost model's choice)" : "", m.ok ? "" : ("  " + m.error.substr(0, 120)).c_str());
   }
   if (r.not_tried > 0) std::fprintf(stderr, "  (%d more candidates not tried: budget spent)\n", r.not_tried);
   std::printf("%s: best %.4g ms measured (predicted %.4g ms) of %zu candidates in %.1f s; saved to %s\n",
