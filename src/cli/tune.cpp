@@ -109,6 +109,8 @@ int tune(const std::vector<std::string>& argv) {
   options.progress = &std::cerr;
   const autoschedule::TuneResult r =
       autoschedule::tune(throwaway.lowered.pipeline(), spec.generator, target, machine, options, measure);
+  // Read again: another tuning run may have saved entries while this one was timing.
+  db = autoschedule::TuningDb::load(db.path());
   db.put(r.entry);
   db.save();
   print_summary(r, db.path());
