@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "search.h"
 
 namespace kiln::autoschedule {
 
@@ -88,8 +89,9 @@ ScheduleWriter::ScheduleWriter(const std::vector<std::string>& order, const std:
 }
 
 std::string ScheduleWriter::ident(const std::string& name, const std::string& suffix) {
+  // Stable names: the same pipeline gives the same source in every process.
   std::string id;
-  for (char c : name) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  for (char c : stable_name(name)) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "_" + id;
   id += suffix;
   std::string unique = id;

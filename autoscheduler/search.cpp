@@ -1,12 +1,15 @@
 #include "search.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "analysis.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "schedule_writer.h"
 
@@ -36,6 +39,30 @@ StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t
   return p;
 }
 
+std::string stable_name(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '$' && i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) {
+      while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+      continue;
+    }
+    out += name[i];
+  }
+  return out;
+}
+
+bool Knobs::operator==(const Knobs& o) const { return tiles == o.tiles && bands == o.bands; }
+
+std::string Knobs::str() const {
+  std::ostringstream o;
+  for (const auto& [f, t] : tiles) {
+    o << (o.tellp() > 0 ? "; " : "") << f << ": " << t.rows << "x" << t.vectors << " tiles, block "
+      << int(t.block) << ", band " << t.band;
+  }
+  for (const auto& [f, b] : bands) o << (o.tellp() > 0 ? "; " : "") << f << ": band " << b;
+  return o.str();
+}
+
 namespace {
 
 enum class Where { Inline, Root, AtTile, AtRow };
@@ -51,19 +78,34 @@ struct TileChoice {
   Prediction prediction;
 };
 
+// A runner-up of one decision: the knobs with `func`'s knob replaced, and how much
+// slower the cost model thinks the pipeline becomes.
+struct Alternative {
+  std::string func;
+  bool is_tile = false;
+  ContractionTiling tiling;
+  int band = 1;
+  double extra_s = 0;
+};
+
+// Runner-ups kept per decision: enough to fill any sensible --candidates.
+constexpr size_t kAlternativesPerDecision = 8;
+
 struct Search {
   const Halide::Pipeline& pipeline;
   const Halide::Target& target;
   const MachineModel& m;
+  const Knobs* knobs;  // forced choices, or null
   PipelineInfo info;
+  std::vector<Alternative> alternatives;
   std::map<std::string, Placement> place;
   std::map<std::string, double> evaluations;  // of inlined Funcs: how often each point is recomputed
   std::map<std::string, TileChoice> tiles;    // by host output
   std::map<std::string, std::string> rows_var;  // host output -> its row loop
   SearchResult result;
 
-  Search(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm)
-      : pipeline(p), target(t), m(mm), info(analyze(p)) {}
+  Search(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm, const Knobs* k)
+      : pipeline(p), target(t), m(mm), knobs(k), info(analyze(p)) {}
 
   int lanes(const FuncInfo& f) const {
     return std::max(1, target.natural_vector_size(f.function.output_types()[0]));
@@ -197,8 +239,7 @@ struct Search {
     for (size_t d = 2; d < f.extents.size(); ++d) s.batch *= double(f.extents[d]);
     s.bytes = f.bytes;
     const int vw = lanes(f);
-    TileChoice best{f.name, {}, {}};
-    best.prediction.total_s = 1e30;
+    std::vector<TileChoice> scored;
     for (int rows : {1, 2, 3, 4, 6, 8}) {
       for (int vectors : {1, 2, 3, 4}) {
         if (rows > s.m || vectors * vw > s.n) continue;
@@ -209,13 +250,94 @@ struct Search {
             StagePlan plan = contraction_plan(s, t);
             // At least four tasks per core, so that a busy core does not hold the rest up.
             if (plan.tasks < 4.0 * m.cores && band > 1) continue;
-            Prediction pr = predict(plan, m);
-            if (pr.total_s < best.prediction.total_s * 0.999) best = {f.name, t, pr};
+            scored.push_back({f.name, t, predict(plan, m)});
           }
         }
       }
     }
+    KILN_CHECK(!scored.empty(), f.name, ": no register tiling fits");
+    TileChoice chosen = scored[first_best(scored, [](const TileChoice& c) { return c.prediction.total_s; })];
+    if (auto k = knob_tile(f.name)) chosen = {f.name, *k, predict(contraction_plan(s, *k), m)};
+    std::stable_sort(scored.begin(), scored.end(), [](const TileChoice& a, const TileChoice& b) {
+      return a.prediction.total_s < b.prediction.total_s;
+    });
+    for (const TileChoice& c : scored) {
+      if (c.tiling == chosen.tiling) continue;
+      if (count_alternatives(f.name) >= kAlternativesPerDecision) break;
+      alternatives.push_back({f.name, true, c.tiling, 1, c.prediction.total_s - chosen.prediction.total_s});
+    }
+    result.knobs.tiles[stable_name(f.name)] = chosen.tiling;
+    return chosen;
+  }
+
+  // The index of the best-scored choice, where a later one must be 0.1% faster to win:
+  // of near-equal choices the first enumerated (the simplest) is taken, and rounding noise
+  // does not decide.
+  template <class T, class Seconds>
+  static size_t first_best(const std::vector<T>& scored, Seconds seconds) {
+    size_t best = 0;
+    for (size_t i = 1; i < scored.size(); ++i) {
+      if (seconds(scored[i]) < seconds(scored[best]) * 0.999) best = i;
+    }
     return best;
+  }
+
+  size_t count_alternatives(const std::string& func) const {
+    return size_t(std::count_if(alternatives.begin(), alternatives.end(),
+                                [&](const Alternative& a) { return a.func == func; }));
+  }
+
+  std::optional<ContractionTiling> knob_tile(const std::string& func) const {
+    if (!knobs) return std::nullopt;
+    auto it = knobs->tiles.find(stable_name(func));
+    return it == knobs->tiles.end() ? std::nullopt : std::optional(it->second);
+  }
+
+  std::optional<int> knob_band(const std::string& func) const {
+    if (!knobs) return std::nullopt;
+    auto it = knobs->bands.find(stable_name(func));
+    return it == knobs->bands.end() ? std::nullopt : std::optional(it->second);
+  }
+
+  // Knobs must name the decisions this pipeline has, with values the loops can take:
+  // checked after placement (which schedules nothing) and before the first directive,
+  // so a stale knob leaves the pipeline untouched.
+  void check_knobs() const {
+    if (!knobs) return;
+    for (const auto& [func, t] : knobs->tiles) {
+      const FuncInfo* f = nullptr;
+      for (const auto& [host, tc] : tiles) {
+        if (stable_name(tc.func) == func) f = &info.at(tc.func);
+      }
+      if (!f) {
+        user_error("tuning knobs: ", func, " is not a contraction computed per register tile in this pipeline; ",
+                   "the tiled contractions are: ", tiled_names(), " (re-run kiln tune for this pipeline)");
+      }
+      const int vw = lanes(*f);
+      if (t.rows < 1 || t.vectors < 1 || t.band < 1 || t.lanes != vw || t.block < 0 ||
+          (t.block > 0 && std::fmod(t.block, t.vectors * vw) != 0)) {
+        user_error("tuning knobs: ", func, "'s tiling (", t.rows, " rows x ", t.vectors, " vectors of ", t.lanes,
+                   ", block ", t.block, ", band ", t.band, ") is not valid for this target: rows, vectors and band ",
+                   "must be at least 1, lanes ", vw, ", and a block a multiple of vectors x lanes");
+      }
+    }
+    for (const auto& [func, band] : knobs->bands) {
+      const FuncInfo* h = nullptr;
+      for (const auto& [name, fi] : info.funcs) {
+        if (stable_name(name) == func && is_pure_output(fi) && fi.vars.size() >= 2 && !tiles.count(name)) h = &fi;
+      }
+      if (!h) {
+        user_error("tuning knobs: ", func, " is not an output of this pipeline whose rows are split into tasks ",
+                   "(re-run kiln tune for this pipeline)");
+      }
+      if (band < 1) user_error("tuning knobs: ", func, "'s band must be at least 1, not ", band);
+    }
+  }
+
+  std::string tiled_names() const {
+    std::string s;
+    for (const auto& [host, tc] : tiles) s += (s.empty() ? "" : ", ") + stable_name(tc.func);
+    return s.empty() ? "(none)" : s;
   }
 
   // ---- loops ------------------------------------------------------------------------
@@ -237,21 +359,32 @@ struct Search {
     return rows;
   }
 
+  // An output's rows (outer dims fused) in parallel tasks of `band` rows, each row one
+  // vectorized loop over the innermost dim.
+  StagePlan row_plan(const FuncInfo& h, double flops_per_point, double rows, int band) const {
+    StagePlan p;
+    p.flops = flops_per_point * h.points();
+    p.lanes = lanes(h);
+    p.tasks = std::ceil(rows / band);
+    p.streams.push_back({2.0 * h.bytes_total(), 2.0 * h.bytes_total()});
+    return p;
+  }
+
   // Rows per task: the fewest tasks that still give every core four (dynamic balance on a
-  // shared machine) at the lowest predicted time.
-  int choose_band(const FuncInfo& h, double flops_per_row, double rows) {
-    int best = 1;
-    double best_t = 1e30;
+  // shared machine) at the lowest predicted time; the other sizes are runner-ups.
+  int choose_band(const FuncInfo& h, double flops_per_point, double rows) {
+    std::vector<std::pair<int, double>> scored;  // band, predicted seconds
     for (int band = 1; band <= 64; band *= 2) {
-      StagePlan p;
-      p.flops = flops_per_row * rows;
-      p.lanes = lanes(h);
-      p.tasks = std::ceil(rows / band);
-      if (band > 1 && p.tasks < 4.0 * m.cores) break;
-      const double t = predict(p, m).total_s;
-      if (t < best_t * 0.999) best = band, best_t = t;
+      if (band > 1 && std::ceil(rows / band) < 4.0 * m.cores) break;
+      scored.push_back({band, predict(row_plan(h, flops_per_point, rows, band), m).total_s});
     }
-    return best;
+    std::pair<int, double> chosen = scored[first_best(scored, [](const auto& c) { return c.second; })];
+    if (auto k = knob_band(h.name)) chosen = {*k, predict(row_plan(h, flops_per_point, rows, *k), m).total_s};
+    for (const auto& [band, t] : scored) {
+      if (band != chosen.first) alternatives.push_back({h.name, false, {}, band, t - chosen.second});
+    }
+    result.knobs.bands[stable_name(h.name)] = chosen.first;
+    return chosen.first;
   }
 
   void schedule_output(ScheduleWriter& w, const FuncInfo& h) {
@@ -278,19 +411,14 @@ struct Search {
     }
     double rows = 1;
     for (size_t d = 1; d < h.extents.size(); ++d) rows *= double(h.extents[d]);
-    const int band = choose_band(h, flops * double(h.extents[0]), rows);
+    const int band = choose_band(h, flops, rows);
     StageWriter spec = w.specialize_min_extents(h.name, {vw});
     const std::string row = outer_loops(spec, h, h.vars[1], band);
     spec.vectorize(h.vars[0], vw, TailStrategy::ShiftInwards);
     StageWriter base = w.stage(h.name);
     outer_loops(base, h, h.vars[1], band);
     if (rows_var.count(h.name)) rows_var[h.name] = row;
-    StagePlan p;
-    p.flops = flops * h.points();
-    p.lanes = vw;
-    p.tasks = std::ceil(rows / band);
-    p.streams.push_back({2.0 * h.bytes_total(), 2.0 * h.bytes_total()});
-    const Prediction pr = predict(p, m);
+    const Prediction pr = predict(row_plan(h, flops, rows, band), m);
     result.predicted_s += pr.total_s;
     decide("schedule", h.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " +
                            std::to_string(band) + " rows; predicted " + pr.str());
@@ -421,6 +549,7 @@ struct Search {
   SearchResult run() {
     result.warnings = info.warnings;
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) place_func(info.at(*it));
+    check_knobs();
     std::map<std::string, Halide::Func> funcs;
     for (const auto& [name, f] : info.funcs) funcs.emplace(name, Halide::Func(f.function));
     ScheduleWriter w(info.order, funcs);
@@ -450,9 +579,27 @@ struct Search {
 }  // namespace
 
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                               const MachineModel& machine) {
-  Search s(pipeline, target, machine);
+                               const MachineModel& machine, const Knobs* knobs) {
+  Search s(pipeline, target, machine, knobs);
   return s.run();
+}
+
+std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                                         const MachineModel& machine, int n) {
+  Search s(pipeline, target, machine, nullptr);
+  const SearchResult best = s.run();
+  std::vector<Candidate> out = {{best.knobs, best.predicted_s}};
+  for (const Alternative& a : s.alternatives) {
+    Candidate c{best.knobs, best.predicted_s + a.extra_s};
+    if (a.is_tile) c.knobs.tiles[stable_name(a.func)] = a.tiling;
+    else c.knobs.bands[stable_name(a.func)] = a.band;
+    out.push_back(c);
+  }
+  // The cost model's choice stays first even where a runner-up ties it.
+  std::stable_sort(out.begin() + 1, out.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.predicted_s < b.predicted_s; });
+  if (out.size() > size_t(std::max(n, 1))) out.resize(size_t(std::max(n, 1)));
+  return out;
 }
 
 }  // namespace kiln::autoschedule

@@ -7,6 +7,7 @@
 
 #include <Halide.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,31 +16,67 @@
 
 namespace kiln::autoschedule {
 
-struct SearchResult {
-  std::string source;                 // schedule source: the body of apply_schedule_<name>
-  std::vector<std::string> decisions;  // one line per decision, as logged
-  std::vector<std::string> warnings;   // missing estimates, defaults used
-  double predicted_s = 0;              // the cost model's time for the whole pipeline
-};
-
-// Schedules `pipeline` (its Funcs are modified) for a CPU target.
-SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                               const MachineModel& machine);
-
-// A matmul-like stage, out[m][n] += a[m][k] b[k][n] over `batch` independent problems,
-// and one way to run it: register tiles of `rows` x `vectors` vectors of `lanes`,
-// column blocks of `block` columns, `band` tiles of rows per parallel task. The plan
-// is what the search scores; tests rank schedules with it.
-struct ContractionShape {
-  double m = 1, n = 1, k = 1, batch = 1;
-  int bytes = 4;
-};
+// One way to run a contraction: register tiles of `rows` x `vectors` vectors of `lanes`,
+// column blocks of `block` columns, `band` tiles of rows per parallel task.
 struct ContractionTiling {
   int rows = 1, vectors = 1, lanes = 1;
   double block = 0;  // 0: no column blocking
   int band = 1;
   bool parallel = true;
+  bool operator==(const ContractionTiling& o) const = default;
 };
+
+// A Func's name without the "$<n>" suffixes Halide adds to keep names unique within a
+// process: "matmul_acc$9" -> "matmul_acc". Knobs and fingerprints use it, so that they
+// hold across processes that built other Funcs first.
+std::string stable_name(const std::string& name);
+
+// The search's free choices, by stable Func name: what `kiln tune` varies and the tuning
+// database stores, so that a measured winner can be applied again to the same pipeline.
+// A Func without an entry gets the cost model's choice.
+struct Knobs {
+  std::map<std::string, ContractionTiling> tiles;  // contraction -> its register tiling
+  std::map<std::string, int> bands;                // output -> rows per parallel task
+  bool empty() const { return tiles.empty() && bands.empty(); }
+  bool operator==(const Knobs& o) const;
+  std::string str() const;  // "matmul_acc: 6x2 block 0 band 4; out: band 8"
+};
+
+struct SearchResult {
+  std::string source;                 // schedule source: the body of apply_schedule_<name>
+  std::vector<std::string> decisions;  // one line per decision, as logged
+  std::vector<std::string> warnings;   // missing estimates, defaults used
+  double predicted_s = 0;              // the cost model's time for the whole pipeline
+  Knobs knobs;                         // every choice made, as knobs
+};
+
+// Schedules `pipeline` (its Funcs are modified) for a CPU target. With `knobs`, their
+// choices replace the cost model's; a knob naming a Func the pipeline lacks, or of the
+// wrong kind, is a kiln::Error raised before anything is scheduled.
+SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                               const MachineModel& machine, const Knobs* knobs = nullptr);
+
+// One schedule the search could pick, with its predicted time.
+struct Candidate {
+  Knobs knobs;
+  double predicted_s = 0;
+};
+
+// Up to `n` candidates, best predicted first: the cost model's choice, then the choice
+// with one knob replaced by a runner-up of that decision (another register tiling, another
+// task size). Only one knob varies at a time, so predictions stay exact sums of the
+// stages' costs. Schedules `pipeline` while searching: pass a throwaway copy.
+std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                                         const MachineModel& machine, int n);
+
+// A matmul-like stage, out[m][n] += a[m][k] b[k][n] over `batch` independent problems
+// (its shape), and the plan of one way to run it (a ContractionTiling). The plan is what
+// the search scores; tests rank schedules with it.
+struct ContractionShape {
+  double m = 1, n = 1, k = 1, batch = 1;
+  int bytes = 4;
+};
+
 StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t);
 
 }  // namespace kiln::autoschedule

@@ -1,6 +1,7 @@
 // kiln bench-kernels: every generator of the kernel library under each schedule (the
-// hand-written one, kiln's default rules, and each of Halide's autoschedulers that
-// supports the target), JIT-compiled in-process from the same KernelSpecs the generators
+// hand-written one, kiln's default rules, kiln's autoscheduler from its cost model and,
+// where the tuning database has an entry, as tuned, and each of Halide's autoschedulers
+// that supports the target), JIT-compiled in-process from the same KernelSpecs the generators
 // use, timed on the generators' estimate sizes.
 //
 // Each (generator, schedule) runs in a forked child: an autoscheduler that crashes or
@@ -20,10 +21,14 @@
 #include <regex>
 #include <thread>
 
+#include "autoschedule.h"
 #include "cli/bench_report.h"
 #include "cli/commands.h"
+#include "fingerprint.h"
 #include "kernel_spec.h"
+#include "kernel_timing.h"
 #include "kiln.h"
+#include "tuning_db.h"
 
 namespace kiln::cli {
 
@@ -35,6 +40,7 @@ struct Args {
   int reps = 30;
   double timeout = 120;     // per (generator, schedule): scheduling, compiling and timing
   double max_seconds = 10;  // timing stops after this once 5 runs are in
+  std::string db;           // tuning database for the Kiln-tuned rows
 };
 
 Args parse(const std::vector<std::string>& args) {
@@ -49,9 +55,12 @@ Args parse(const std::vector<std::string>& args) {
     else if (args[i] == "--reps") a.reps = std::stoi(value());
     else if (args[i] == "--timeout") a.timeout = std::stod(value());
     else if (args[i] == "--max-seconds") a.max_seconds = std::stod(value());
+    else if (args[i] == "--db") a.db = value();
     else user_error("bench-kernels: unknown option '", args[i],
-                    "'; options: --filter REGEX, --target host|host-cuda, --reps N, --timeout S, --max-seconds S");
+                    "'; options: --filter REGEX, --target host|host-cuda, --reps N, --timeout S, --max-seconds S, "
+                    "--db PATH");
   }
+  a.db = autoschedule::tuning_db_path(a.db);
   if (a.target != "host" && a.target != "host-cuda") {
     user_error("bench-kernels: --target must be host or host-cuda, not '", a.target, "'");
   }
@@ -68,10 +77,33 @@ std::string halide_lib_dir() {
   return path.substr(0, path.find_last_of('/'));
 }
 
+// "Kiln" is its cost model; "Kiln-tuned" the tuning database's entry (kiln tune), a row
+// only where the database has one for the generator.
+constexpr const char* kKilnTuned = "Kiln-tuned";
+
 std::vector<std::string> schedules_for(bool gpu) {
   // Adams2019 and kiln's own (for now) plan for CPUs only, Anderson2021 for GPUs only.
   if (gpu) return {"manual", "default", "Mullapudi2016", "Li2018", "Anderson2021"};
-  return {"manual", "default", "Kiln", "Mullapudi2016", "Adams2019", "Li2018"};
+  return {"manual", "default", "Kiln", kKilnTuned, "Mullapudi2016", "Adams2019", "Li2018"};
+}
+
+// The parameters every autoscheduler gets: the cores to plan for, and for Kiln which
+// tuning database to read (none for the cost-model row).
+std::map<std::string, std::string> autoscheduler_params(const std::string& schedule, bool gpu, const Args& a) {
+  const int parallelism = gpu ? 128 : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::map<std::string, std::string> p = {{"parallelism", std::to_string(parallelism)}};
+  if (schedule == "Kiln") p["db"] = "none";
+  if (schedule == kKilnTuned) p["db"] = a.db;
+  return p;
+}
+
+// Whether the tuning database has an entry for this pipeline on this machine (read in the
+// child: building the pipeline in the parent could start Halide's runtime before forking).
+bool has_tuned_entry(const kernels::DirectKernel& k, const Halide::Target& target,
+                     const std::map<std::string, std::string>& params) {
+  const autoschedule::TuningDb db = autoschedule::TuningDb::load(autoschedule::db_path_for(params));
+  return db.find(autoschedule::pipeline_fingerprint(k.lowered.pipeline()), autoschedule::tuning_target_key(target),
+                 autoschedule::machine_for(target, params).str()) != nullptr;
 }
 
 // In the child: schedule, compile and time one variant; returns "ok <ms> <runs>".
@@ -83,46 +115,22 @@ std::string run_variant(const kernels::KernelSpec& spec, const std::string& sche
   if (schedule == "manual" || schedule == "default") {
     kernels::apply_named_schedule(schedule, spec.generator, k.lowered, target);
   } else {
+    const bool kiln = schedule == "Kiln" || schedule == kKilnTuned;
     std::string lib = halide_lib_dir() + "/libautoschedule_";
     for (char c : schedule) lib += char(std::tolower(c));
     // kiln's own plugin is built with kiln, not shipped in Halide's wheel.
-    Halide::load_plugin(schedule == "Kiln" ? std::string(KILN_AUTOSCHEDULE_PLUGIN) : lib + ".so");
-    const int parallelism = gpu ? 128 : int(std::max(1u, std::thread::hardware_concurrency()));
-    Halide::AutoschedulerParams params(schedule, {{"parallelism", std::to_string(parallelism)}});
-    k.lowered.pipeline().apply_autoscheduler(target, params);
+    Halide::load_plugin(kiln ? std::string(KILN_AUTOSCHEDULE_PLUGIN) : lib + ".so");
+    const std::map<std::string, std::string> params = autoscheduler_params(schedule, gpu, a);
+    if (schedule == kKilnTuned && !has_tuned_entry(k, target, params)) return "none";
+    k.lowered.pipeline().apply_autoscheduler(target, {kiln ? "Kiln" : schedule, params});
   }
-  Halide::Pipeline p = k.lowered.pipeline();
-  p.compile_jit(target);
-
-  std::vector<Tensor> inputs;
-  uint64_t seed = 1;
-  for (const kernels::KernelInput& in : spec.inputs) inputs.push_back(rand(Shape(in.estimate), seed++, 0.5, 1.5, in.dtype));
-  for (size_t i = 0; i < inputs.size(); ++i) k.params[i].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(inputs[i].buffer())));  // shares the data
-  TensorMeta om = kernels::output_at_estimates(spec);
-  const std::vector<int64_t> kiln_sizes = om.shape.sizes();
-  std::vector<int> sizes(kiln_sizes.rbegin(), kiln_sizes.rend());  // Halide's order
-  Halide::Buffer<> out(algo::halide_type(om.dtype), sizes);
-
-  auto once = [&]() {
-    p.realize(out, target);
-    if (gpu) out.device_sync();
-  };
-  once();  // warm-up: copies inputs to the device, JIT caches
-  std::vector<double> ms;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < a.reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    once();
-    auto t1 = std::chrono::steady_clock::now();
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    if (i >= 4 && std::chrono::duration<double>(t1 - start).count() > a.max_seconds) break;
-  }
-  std::sort(ms.begin(), ms.end());
-  return "ok " + std::to_string(ms[ms.size() / 2]) + " " + std::to_string(ms.size());
+  const kernels::KernelTiming t = kernels::time_kernel(k, target, a.reps, a.max_seconds);
+  return "ok " + std::to_string(t.median_ms) + " " + std::to_string(t.runs);
 }
 
 struct Outcome {
   bool ok = false;
+  bool absent = false;  // no row: Kiln-tuned without a database entry
   double ms = 0;
   int runs = 0;
   std::string note;  // why not ok
@@ -170,6 +178,8 @@ Outcome run_in_child(const kernels::KernelSpec& spec, const std::string& schedul
   Outcome o;
   if (timed_out) {
     o.note = "timed out after " + std::to_string(int(a.timeout)) + " s";
+  } else if (msg == "none") {
+    o.absent = true;
   } else if (msg.rfind("ok ", 0) == 0) {
     o.ok = std::sscanf(msg.c_str(), "ok %lf %d", &o.ms, &o.runs) == 2;
   } else if (!msg.empty()) {
@@ -194,7 +204,10 @@ int bench_kernels(const std::vector<std::string>& argv) {
     ++matched;
     kernels::KernelSpec spec = kernels::make_spec(g.name);
     std::vector<std::pair<std::string, Outcome>> rows;
-    for (const std::string& s : schedules_for(gpu)) rows.push_back({s, run_in_child(spec, s, a)});
+    for (const std::string& s : schedules_for(gpu)) {
+      Outcome o = run_in_child(spec, s, a);
+      if (!o.absent) rows.push_back({s, o});
+    }
     double best = 0;
     for (const auto& [s, o] : rows) {
       if (o.ok && (best == 0 || o.ms < best)) best = o.ms;

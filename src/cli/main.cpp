@@ -17,7 +17,15 @@ const char* kUsage =
     "      f64 reference interpreter; print the errors and times\n"
     "  aot <model> -o DIR [--target host|host-cuda] [--name NAME] [--embed-weights]\n"
     "      export a registered model (seed, mlp, gpt_block, resnet18) as a static library\n"
-    "      with a C entry point, its header, its weights with a C loader, and a README\n";
+    "      with a C entry point, its header, its weights with a C loader, and a README\n"
+    "  autoschedule <generator>[:param=value...] [--target host|<Halide target>] [-o FILE]\n"
+    "               [--function NAME] [--db PATH|none]\n"
+    "      schedule a kernel-library generator with the Kiln autoscheduler (its tuned entry\n"
+    "      when the tuning database has one) and write the schedule file\n"
+    "  tune <generator>[:param=value...] [--target host] [--budget-s S] [--candidates N]\n"
+    "       [--reps N] [--db PATH]\n"
+    "      time the Kiln autoscheduler's best candidates on this machine; the fastest goes\n"
+    "      into the tuning database (--db > $KILN_TUNING_DB > ./kiln_tuning.json)\n";
 }
 
 int main(int argc, char** argv) {
@@ -32,6 +40,8 @@ int main(int argc, char** argv) {
     if (cmd == "bench-kernels") return kiln::cli::bench_kernels(args);
     if (cmd == "aot") return kiln::cli::aot(args);
     if (cmd == "models") return kiln::cli::models(args);
+    if (cmd == "autoschedule") return kiln::cli::autoschedule(args);
+    if (cmd == "tune") return kiln::cli::tune(args);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kUsage;
       return 0;

@@ -1,0 +1,46 @@
+// The Kiln autoscheduler's entry point, shared by the Halide plugin (plugin.cpp) and the
+// `kiln autoschedule` command: looks the pipeline up in the tuning database and applies
+// the measured winner when there is one, else schedules it with the cost model.
+//
+// Parameters (Halide's AutoschedulerParams::extra):
+//   machine=<KILN_MACHINE-style overrides>   parallelism=<cores> (as Halide's take it)
+//   db=<path> (else $KILN_TUNING_DB, else ./kiln_tuning.json), or db=none: cost model only
+#pragma once
+
+#include <Halide.h>
+
+#include <map>
+#include <string>
+
+#include "machine_model.h"
+#include "search.h"
+
+namespace kiln::autoschedule {
+
+struct ScheduleOutcome {
+  std::string source;      // schedule source (the body of apply_schedule_<name>), with a comment line
+  double predicted_s = 0;  // the cost model's time for the applied schedule
+  double search_ms = 0;    // wall time spent scheduling
+  bool tuned = false;      // applied from the tuning database
+  double measured_ms = 0;  // the tuned entry's measured time
+  std::string db_path;     // the database consulted ("" with db=none)
+  MachineModel machine;
+};
+
+// The machine the parameters describe: detected for `target`, then machine= and
+// parallelism= applied. An unknown parameter is a kiln::Error listing the known ones.
+MachineModel machine_for(const Halide::Target& target, const std::map<std::string, std::string>& params);
+// The database path the parameters select, or "" for db=none.
+std::string db_path_for(const std::map<std::string, std::string>& params);
+
+// Schedules `pipeline` (CPU targets only: a GPU target is a kiln::Error).
+ScheduleOutcome autoschedule(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                             const std::map<std::string, std::string>& params);
+
+// A complete schedule header around `body` (ScheduleOutcome::source): include guard,
+// `inline void <function>(::Halide::Pipeline pipeline, ::Halide::Target target)`, and the
+// using-declarations the body needs: the schedules/ format, ready to be included back.
+std::string schedule_header(const std::string& function, const std::string& body, const Halide::Target& target,
+                            const std::string& comment);
+
+}  // namespace kiln::autoschedule

@@ -1,0 +1,200 @@
+#include "tuning_db.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+#include "json.h"
+
+namespace kiln::autoschedule {
+
+namespace {
+
+json::Value knobs_to_json(const Knobs& k) {
+  json::Object tiles, bands;
+  for (const auto& [f, t] : k.tiles) {
+    tiles[f] = json::Object{{"rows", t.rows},   {"vectors", t.vectors}, {"lanes", t.lanes},
+                            {"block", t.block}, {"band", t.band},       {"parallel", t.parallel}};
+  }
+  for (const auto& [f, b] : k.bands) bands[f] = b;
+  return json::Object{{"tiles", tiles}, {"bands", bands}};
+}
+
+int integer(const json::Value& v) {
+  const double d = v.as_number();
+  if (d != double(int(d))) throw json::ParseError{"expected an integer, not " + std::to_string(d)};
+  return int(d);
+}
+
+Knobs knobs_from_json(const json::Value& v) {
+  Knobs k;
+  for (const auto& [f, t] : v.at("tiles").as_object()) {
+    k.tiles[f] = {integer(t.at("rows")), integer(t.at("vectors")), integer(t.at("lanes")), t.at("block").as_number(),
+                  integer(t.at("band")), t.at("parallel").as_bool()};
+  }
+  for (const auto& [f, b] : v.at("bands").as_object()) k.bands[f] = integer(b);
+  return k;
+}
+
+json::Value entry_to_json(const TuningEntry& e) {
+  return json::Object{{"fingerprint", e.fingerprint},   {"target", e.target},         {"machine", e.machine},
+                      {"generator", e.generator},       {"knobs", knobs_to_json(e.knobs)}, {"schedule", e.schedule},
+                      {"measured_ms", e.measured_ms},   {"predicted_ms", e.predicted_ms}, {"date", e.date}};
+}
+
+TuningEntry entry_from_json(const json::Value& v) {
+  TuningEntry e;
+  e.fingerprint = v.at("fingerprint").as_string();
+  e.target = v.at("target").as_string();
+  e.machine = v.at("machine").as_string();
+  e.generator = v.at("generator").as_string();
+  e.knobs = knobs_from_json(v.at("knobs"));
+  e.schedule = v.at("schedule").as_string();
+  e.measured_ms = v.at("measured_ms").as_number();
+  e.predicted_ms = v.at("predicted_ms").as_number();
+  e.date = v.at("date").as_string();
+  return e;
+}
+
+// The entries of a database file's text; a json::ParseError says why it is not one.
+std::vector<TuningEntry> parse_db(const std::string& text) {
+  const json::Value doc = json::parse(text);
+  if (!doc.is_object() || !doc.has("format") || !doc.at("format").is_string() ||
+      doc.at("format").as_string() != kTuningDbFormat) {
+    throw json::ParseError{std::string("not a kiln tuning database (no \"format\": \"") + kTuningDbFormat + "\")"};
+  }
+  if (!doc.has("version") || !doc.at("version").is_number() || doc.at("version").as_number() != kTuningDbVersion) {
+    throw json::ParseError{"version " + (doc.has("version") ? json::dump(doc.at("version")).substr(0, 20) : "(none)") +
+                           ", this kiln reads version " + std::to_string(kTuningDbVersion)};
+  }
+  std::vector<TuningEntry> entries;
+  size_t i = 0;
+  for (const json::Value& e : doc.at("entries").as_array()) {
+    try {
+      entries.push_back(entry_from_json(e));
+    } catch (const json::ParseError& err) {
+      throw json::ParseError{"entry " + std::to_string(i) + ": " + err.message};
+    }
+    ++i;
+  }
+  return entries;
+}
+
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Writes `text` to `path` through a temporary file in the same folder (rename is atomic
+// only within one file system) that is flushed to disk before it replaces `path`.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = folder_of(path) + "/.kiln_tuning." + std::to_string(getpid()) + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    user_error("cannot write the tuning database ", path, ": cannot create ", tmp, " (", std::strerror(errno),
+               "); pass --db PATH (or set KILN_TUNING_DB) to a file in a writable folder");
+  }
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += size_t(n);
+  }
+  const bool ok = done == text.size() && ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = ok ? errno : err;
+    std::remove(tmp.c_str());
+    user_error("cannot write the tuning database ", path, " (", std::strerror(e), "); it is left as it was");
+  }
+}
+
+}  // namespace
+
+TuningDb TuningDb::load(const std::string& path) {
+  TuningDb db;
+  db.path_ = path;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (::access(path.c_str(), F_OK) == 0) db.warning_ = "cannot be read";
+  } else {
+    std::ostringstream text;
+    text << in.rdbuf();
+    try {
+      db.entries_ = parse_db(text.str());
+    } catch (const json::ParseError& e) {
+      db.warning_ = e.message;
+    }
+  }
+  if (!db.warning_.empty()) {
+    std::cerr << "Warning: kiln tuning database " << path << ": " << db.warning_ << "; ignoring it\n";
+  }
+  return db;
+}
+
+const TuningEntry* TuningDb::find(const std::string& fingerprint, const std::string& target,
+                                  const std::string& machine) const {
+  for (const TuningEntry& e : entries_) {
+    if (e.fingerprint == fingerprint && e.target == target && e.machine == machine) return &e;
+  }
+  return nullptr;
+}
+
+void TuningDb::put(const TuningEntry& e) {
+  for (TuningEntry& old : entries_) {
+    if (old.fingerprint == e.fingerprint && old.target == e.target && old.machine == e.machine) {
+      old = e;
+      return;
+    }
+  }
+  entries_.push_back(e);
+}
+
+void TuningDb::save() const {
+  if (!warning_.empty()) {
+    user_error("refusing to overwrite ", path_, ", which is not a kiln tuning database this kiln reads (", warning_,
+               "); move it away or pass --db PATH (or set KILN_TUNING_DB) to another file");
+  }
+  json::Array entries;
+  for (const TuningEntry& e : entries_) entries.push_back(entry_to_json(e));
+  const json::Value doc =
+      json::Object{{"format", kTuningDbFormat}, {"version", kTuningDbVersion}, {"entries", std::move(entries)}};
+  write_atomically(path_, json::dump(doc));
+}
+
+std::string tuning_db_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("KILN_TUNING_DB"); env && *env) return env;
+  return "./kiln_tuning.json";
+}
+
+std::string tuning_target_key(const Halide::Target& target) {
+  using F = Halide::Target::Feature;
+  Halide::Target t = target;
+  for (F f : {F::NoRuntime, F::UserContext, F::JIT, F::Debug, F::NoAsserts, F::NoBoundsQuery, F::Profile,
+              F::TraceLoads, F::TraceStores, F::TraceRealizations, F::TracePipeline}) {
+    t = t.without_feature(f);
+  }
+  return t.to_string();
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace kiln::autoschedule

@@ -1,0 +1,38 @@
+#include "cli/generator_args.h"
+
+#include "core/error.h"
+
+namespace kiln::cli {
+
+GeneratorArg parse_generator_arg(const std::string& arg, const std::string& command) {
+  GeneratorArg g;
+  size_t start = 0;
+  for (size_t end; start <= arg.size(); start = end + 1) {
+    end = arg.find(':', start);
+    if (end == std::string::npos) end = arg.size();
+    const std::string part = arg.substr(start, end - start);
+    if (g.name.empty()) {
+      g.name = part;
+    } else {
+      const size_t eq = part.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == part.size()) {
+        user_error(command, ": '", arg, "': generator parameters are written <generator>:<name>=<value> ",
+                   "(unary:op=gelu:dtype=f16), not '", part, "'");
+      }
+      g.params[part.substr(0, eq)] = part.substr(eq + 1);
+    }
+  }
+  if (g.name.empty()) user_error(command, ": no generator given; `kiln bench-kernels --filter .` lists them");
+  return g;
+}
+
+Halide::Target parse_target(const std::string& s, const std::string& command) {
+  if (s == "host") return Halide::get_host_target();
+  if (!Halide::Target::validate_target_string(s)) {
+    user_error(command, ": --target '", s, "' is not a target; use host or a Halide target string such as ",
+               Halide::get_host_target().to_string());
+  }
+  return Halide::Target(s);
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,120 @@
+// kiln tune: the Kiln autoscheduler's best candidates for one kernel-library generator,
+// each compiled and timed on this machine at the generator's estimate sizes; the fastest
+// goes into the tuning database, where the Kiln plugin (kiln_add_kernel_library(...
+// SCHEDULE Kiln), kiln autoschedule) finds it.
+#include <cstdio>
+#include <iostream>
+
+#include "autoschedule.h"
+#include "cli/commands.h"
+#include "cli/generator_args.h"
+#include "core/error.h"
+#include "kernel_spec.h"
+#include "kernel_timing.h"
+#include "tuner.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct Args {
+  GeneratorArg generator;
+  std::string target = "host";
+  double budget_s = 60;
+  int candidates = 8;
+  int reps = 10;
+  std::string db;
+};
+
+const char* kOptions =
+    "options: --target host|<Halide target>, --budget-s S, --candidates N, --reps N, --db PATH";
+
+double positive_number(const std::string& option, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  user_error("tune: ", option, " takes a positive number, not '", text, "'");
+}
+
+Args parse(const std::vector<std::string>& args) {
+  Args a;
+  bool have_generator = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) user_error("tune: ", args[i], " needs a value");
+      return args[++i];
+    };
+    const std::string& opt = args[i];
+    if (opt == "--target") a.target = value();
+    else if (opt == "--budget-s") a.budget_s = positive_number(opt, value());
+    else if (opt == "--candidates") a.candidates = int(positive_number(opt, value()));
+    else if (opt == "--reps") a.reps = int(positive_number(opt, value()));
+    else if (opt == "--db") a.db = value();
+    else if (!opt.empty() && opt[0] == '-') user_error("tune: unknown option '", opt, "'; ", kOptions);
+    else if (have_generator) user_error("tune: one generator at a time, not '", opt, "' too");
+    else a.generator = parse_generator_arg(opt, "tune"), have_generator = true;
+  }
+  if (!have_generator) user_error("tune: no generator; usage: kiln tune <generator>[:param=value...] ", kOptions);
+  if (a.candidates < 1 || a.reps < 1) user_error("tune: --candidates and --reps must be at least 1");
+  return a;
+}
+
+void print_summary(const autoschedule::TuneResult& r, const std::string& path) {
+  std::fprintf(stderr, "  %-3s %12s %12s  %s\n", "#", "measured", "predicted", "knobs");
+  for (size_t i = 0; i < r.measured.size(); ++i) {
+    const autoschedule::Measurement& m = r.measured[i];
+    char measured[32] = "failed";
+    if (m.ok) std::snprintf(measured, sizeof measured, "%.4g ms", m.trial.ms);
+    std::fprintf(stderr, "  %-3zu %12s %9.4g ms  %s%s%s\n", i, measured, m.candidate.predicted_s * 1e3,
+                 m.candidate.knobs.empty() ? "(no knobs)" : m.candidate.knobs.str().c_str(),
+                 i == 0 ? "  (cost model's choice)" : "", m.ok ? "" : ("  " + m.error.substr(0, 120)).c_str());
+  }
+  if (r.not_tried > 0) std::fprintf(stderr, "  (%d more candidates not tried: budget spent)\n", r.not_tried);
+  std::printf("%s: best %.4g ms measured (predicted %.4g ms) of %zu candidates in %.1f s; saved to %s\n",
+              r.entry.generator.c_str(), r.entry.measured_ms, r.entry.predicted_ms, r.measured.size(), r.elapsed_s,
+              path.c_str());
+}
+
+}  // namespace
+
+int tune(const std::vector<std::string>& argv) {
+  const Args a = parse(argv);
+  const Halide::Target target = parse_target(a.target, "tune");
+  if (target.has_gpu_feature()) {
+    user_error("tune: the Kiln autoscheduler tunes CPU targets only so far, not ", target.to_string());
+  }
+  const kernels::KernelSpec spec = kernels::make_spec(a.generator.name, a.generator.params);
+  // Fail before timing anything if the result could not be saved.
+  autoschedule::TuningDb db = autoschedule::TuningDb::load(autoschedule::tuning_db_path(a.db));
+  if (!db.warning().empty()) {
+    user_error("tune: the tuning database ", db.path(), " cannot be used (", db.warning(),
+               "); move it away or pass --db PATH");
+  }
+  const autoschedule::MachineModel machine = autoschedule::machine_for(target, {});
+
+  auto measure = [&](const autoschedule::Knobs& knobs, double seconds_left) {
+    kernels::DirectKernel k = kernels::build_direct(spec);
+    const autoschedule::SearchResult s = autoschedule::schedule_pipeline(k.lowered.pipeline(), target, machine, &knobs);
+    const kernels::KernelTiming t = kernels::time_kernel(k, target, a.reps, std::max(0.0, seconds_left));
+    // The fastest run: on a machine shared with other work, the one least disturbed by it.
+    return autoschedule::Trial{t.min_ms, s.source};
+  };
+  kernels::DirectKernel throwaway = kernels::build_direct(spec);
+  autoschedule::TuneOptions options;
+  options.candidates = a.candidates;
+  options.budget_s = a.budget_s;
+  options.progress = &std::cerr;
+  const autoschedule::TuneResult r =
+      autoschedule::tune(throwaway.lowered.pipeline(), spec.generator, target, machine, options, measure);
+  // Read again: another tuning run may have saved entries while this one was timing.
+  db = autoschedule::TuningDb::load(db.path());
+  db.put(r.entry);
+  db.save();
+  print_summary(r, db.path());
+  return 0;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,149 @@
+// `kiln autoschedule` and `kiln tune` on kernel-library generators: the schedule file
+// autoschedule wrote at build time compiles (it is included here) and schedules the
+// generator's pipeline to the default schedule's results; tune with a tiny budget writes
+// a database entry that the Kiln plugin (and so autoschedule and bench-kernels) applies; bad arguments are kiln::Errors
+// saying what was wrong and what would be right.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "autoschedule.h"
+#include "fingerprint.h"
+#include "kernel_spec.h"
+#include "kiln.h"
+#include "lower/default_schedule.h"
+#include "temp_dir.h"
+#include "tuning_db.h"
+
+// Written by `kiln autoschedule <gen> --function apply_schedule_cli_<gen>` at build time.
+#include "kiln_cli_matmul.schedule.h"
+#include "kiln_cli_softmax.schedule.h"
+
+namespace as = kiln::autoschedule;
+namespace kk = kiln::kernels;
+
+namespace {
+
+// Runs the generator's pipeline, scheduled by `schedule`, on seeded inputs at its
+// estimate sizes.
+Halide::Buffer<float> run_generator(const std::string& generator,
+                                    const std::function<void(kk::DirectKernel&)>& schedule) {
+  kk::DirectKernel k = kk::build_direct(kk::make_spec(generator));
+  schedule(k);
+  std::vector<kiln::Tensor> inputs;
+  for (size_t i = 0; i < k.spec.inputs.size(); ++i) {
+    inputs.push_back(kiln::rand(kiln::Shape(k.spec.inputs[i].estimate), i + 1, -1, 1));
+    k.params[i].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(inputs[i].buffer())));
+  }
+  const std::vector<int64_t> s = kk::output_at_estimates(k.spec).shape.sizes();
+  Halide::Buffer<float> out(std::vector<int>(s.rbegin(), s.rend()));
+  k.lowered.pipeline().realize(out, Halide::get_host_target());
+  return out;
+}
+
+double max_rel_diff(const Halide::Buffer<float>& a, const Halide::Buffer<float>& b) {
+  double worst = 0;
+  a.for_each_element([&](const int* pos) {
+    worst = std::max(worst, std::abs(double(a(pos)) - b(pos)) / std::max(1.0, std::abs(double(b(pos)))));
+  });
+  return worst;
+}
+
+struct CommandRun {
+  int status;
+  std::string output;  // stdout and stderr
+};
+
+CommandRun run_kiln(const std::string& args) {
+  CommandRun r{0, ""};
+  FILE* p = popen((std::string(KILN_CLI) + " " + args + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
+  r.status = WEXITSTATUS(pclose(p));
+  return r;
+}
+
+}  // namespace
+
+TEST(KilnAutoscheduleCommand, WrittenScheduleFilesCompileAndScheduleTheirGenerator) {
+  const Halide::Target host = Halide::get_host_target();
+  const std::vector<std::pair<std::string, void (*)(Halide::Pipeline, Halide::Target)>> files = {
+      {"softmax", apply_schedule_cli_softmax}, {"matmul", apply_schedule_cli_matmul}};
+  for (const auto& [gen, apply] : files) {
+    const auto with_file = run_generator(gen, [&](kk::DirectKernel& k) { apply(k.lowered.pipeline(), host); });
+    const auto with_default =
+        run_generator(gen, [&](kk::DirectKernel& k) { kiln::apply_default_schedule(k.lowered, host); });
+    // Matmul sums 1024 products in another order under register tiles: rounding only.
+    EXPECT_LE(max_rel_diff(with_file, with_default), 1e-4) << gen;
+  }
+}
+
+TEST(KilnTuneCommand, ATinyBudgetWritesAnEntryThatThePluginUses) {
+  kiln::as_test::TempDir dir;
+  const std::string db_path = dir.file("db.json");
+  const CommandRun r = run_kiln("tune softmax --budget-s 1 --candidates 3 --reps 3 --db " + db_path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("cost model's choice"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("saved to " + db_path), std::string::npos) << r.output;
+
+  const as::TuningDb db = as::TuningDb::load(db_path);
+  ASSERT_EQ(db.entries().size(), 1u);
+  const as::TuningEntry& e = db.entries()[0];
+  EXPECT_EQ(e.generator, "kiln_softmax");
+  EXPECT_GT(e.measured_ms, 0);
+  EXPECT_GT(e.predicted_ms, 0);
+  EXPECT_FALSE(e.knobs.empty());
+  EXPECT_NE(e.schedule.find("compute_root"), std::string::npos);
+
+  // The plugin, on the same generator's pipeline built in this process, applies it...
+  Halide::load_plugin(KILN_AUTOSCHEDULE_PLUGIN);
+  kk::DirectKernel k = kk::build_direct(kk::make_spec("softmax"));
+  EXPECT_EQ(as::pipeline_fingerprint(k.lowered.pipeline()), e.fingerprint);
+  const std::string source =
+      k.lowered.pipeline().apply_autoscheduler(Halide::get_host_target(), {"Kiln", {{"db", db_path}}}).schedule_source;
+  EXPECT_NE(source.find("tuned entry " + e.fingerprint), std::string::npos) << source;
+  EXPECT_NE(source.find(e.schedule), std::string::npos) << source;
+  // ... and so does `kiln autoschedule`, saying so.
+  const CommandRun a = run_kiln("autoschedule softmax --db " + db_path + " -o " + dir.file("s.h"));
+  EXPECT_NE(a.output.find("(tuned entry, measured"), std::string::npos) << a.output;
+  // ... and `kiln bench-kernels` gets a Kiln-tuned row, beside the cost model's Kiln row,
+  // only where the database has an entry.
+  const std::string bench = "bench-kernels --filter '^kiln_softmax$' --reps 1 --max-seconds 0 --db ";
+  const CommandRun with = run_kiln(bench + db_path);
+  EXPECT_EQ(with.status, 0) << with.output;
+  EXPECT_NE(with.output.find("\"impl\": \"Kiln-tuned\""), std::string::npos) << with.output;
+  EXPECT_NE(with.output.find("\"impl\": \"Kiln\""), std::string::npos) << with.output;
+  const CommandRun without = run_kiln(bench + dir.file("empty.json"));
+  EXPECT_EQ(without.status, 0) << without.output;
+  EXPECT_EQ(without.output.find("Kiln-tuned"), std::string::npos) << without.output;
+  EXPECT_NE(without.output.find("\"impl\": \"Kiln\""), std::string::npos) << without.output;
+}
+
+TEST(KilnTuneCommand, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
+  kiln::as_test::TempDir dir;
+  const std::string corrupt = dir.file("corrupt.json");
+  kiln::as_test::write_text(corrupt, "{\"format\": \"kiln-tuning-db\"");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"tune nosuch", "unknown kernel generator 'nosuch'; the kernel library has: kiln_seed"},
+      {"tune", "no generator; usage: kiln tune <generator>"},
+      {"tune softmax --budget-s zero", "--budget-s takes a positive number, not 'zero'"},
+      {"tune softmax --frobnicate", "unknown option '--frobnicate'; options: --target"},
+      {"tune softmax --target host-cuda", "tunes CPU targets only"},
+      {"tune softmax --target pdp11", "is not a target; use host or a Halide target string"},
+      {"tune unary:op", "parameters are written <generator>:<name>=<value>"},
+      {"tune unary:op=nope", "parameter op='nope' is not allowed; it takes one of: relu"},
+      {"tune softmax --db " + corrupt, "the tuning database " + corrupt + " cannot be used"},
+      {"autoschedule softmax --target host-cuda", "schedules CPU targets only"},
+      {"autoschedule softmax -o /no/such/folder/x.h --db none", "cannot write /no/such/folder/x.h"},
+      {"autoschedule", "no generator; usage: kiln autoschedule"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CommandRun r = run_kiln(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("error: "), std::string::npos) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << ": " << r.output;
+  }
+  EXPECT_EQ(kiln::as_test::read_text(corrupt), "{\"format\": \"kiln-tuning-db\"");  // untouched
+}

@@ -1,0 +1,48 @@
+// The tuning database's JSON: values survive dump and parse; malformed text is a
+// ParseError saying where, never a guess.
+#include <gtest/gtest.h>
+
+#include "json.h"
+
+namespace json = kiln::autoschedule::json;
+
+TEST(Json, RoundTripsEveryKindOfValue) {
+  const json::Value v = json::Object{{"s", "a \"quoted\"\n\ttab \\ and \x01"},
+                                     {"n", 1.0 / 3.0},
+                                     {"i", -42},
+                                     {"b", true},
+                                     {"z", json::Value()},
+                                     {"a", json::Array{1, "two", json::Object{}}},
+                                     {"e", json::Array{}}};
+  const json::Value back = json::parse(json::dump(v));
+  EXPECT_EQ(back.at("s").as_string(), v.at("s").as_string());
+  EXPECT_EQ(back.at("n").as_number(), 1.0 / 3.0);  // 17 digits: exact
+  EXPECT_EQ(back.at("i").as_number(), -42);
+  EXPECT_TRUE(back.at("b").as_bool());
+  EXPECT_TRUE(back.at("z").is_null());
+  ASSERT_EQ(back.at("a").as_array().size(), 3u);
+  EXPECT_EQ(back.at("a").as_array()[1].as_string(), "two");
+  EXPECT_TRUE(back.at("a").as_array()[2].as_object().empty());
+  EXPECT_TRUE(back.at("e").as_array().empty());
+  EXPECT_EQ(json::dump(back), json::dump(v));
+}
+
+TEST(Json, MalformedTextIsAParseErrorWithItsPosition) {
+  for (const char* bad : {"", "{", "{\"a\": }", "[1, 2", "{\"a\": 1,}", "\"open", "nul", "1 2", "{\"a\" 1}", "-",
+                          "[1e999]", "{\"a\": \"\\q\"}"}) {
+    try {
+      json::parse(bad);
+      ADD_FAILURE() << "parsed: " << bad;
+    } catch (const json::ParseError& e) {
+      EXPECT_NE(e.message.find("at byte"), std::string::npos) << bad << ": " << e.message;
+    }
+  }
+}
+
+TEST(Json, WrongKindsAndMissingMembersAreParseErrors) {
+  const json::Value v = json::parse("{\"a\": 1}");
+  EXPECT_THROW(v.at("a").as_string(), json::ParseError);
+  EXPECT_THROW(v.at("b"), json::ParseError);
+  EXPECT_THROW(v.as_array(), json::ParseError);
+  EXPECT_EQ(v.at("a").as_number(), 1);
+}
