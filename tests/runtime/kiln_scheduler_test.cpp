@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "kiln.h"
 #include "models/models.h"
@@ -27,11 +28,20 @@ std::string logged(const std::string& streams, F body) {
 
 bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// Sets an environment variable for one scope.
+// Sets an environment variable for one scope, then restores what was there (the suite
+// may itself run under KILN_SCHEDULER=...).
 struct ScopedEnv {
   std::string name;
-  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) { setenv(name.c_str(), value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
+  std::optional<std::string> saved;
+  ScopedEnv(std::string n, const std::optional<std::string>& value) : name(std::move(n)) {
+    if (const char* old = std::getenv(name.c_str())) saved = old;
+    set(value);
+  }
+  ~ScopedEnv() { set(saved); }
+  void set(const std::optional<std::string>& value) const {
+    if (value) setenv(name.c_str(), value->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
 };
 
 CompileOptions with_scheduler(const std::string& scheduler) {
@@ -183,6 +193,7 @@ TEST(KilnScheduler, EnvironmentChoosesTheDefault) {
       EXPECT_TRUE(mentions(e.what(), "default, Kiln")) << e.what();
     }
   }
+  ScopedEnv unset("KILN_SCHEDULER", std::nullopt);
   EXPECT_FALSE(mentions(logged("schedule", [&] { compile(fn)(x); }), "Kiln: predicted"));
 }
 
