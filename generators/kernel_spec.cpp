@@ -129,12 +129,6 @@ void apply_named_schedule(const std::string& schedule, const std::string& genera
   }
 }
 
-Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes) {
-  Halide::Region r;
-  for (auto it = kiln_sizes.rbegin(); it != kiln_sizes.rend(); ++it) r.push_back({0, int(*it)});
-  return r;
-}
-
 DirectKernel build_direct(const KernelSpec& spec) {
   DirectKernel k{spec, {}, {}, Halide::Func("out")};
   std::vector<Halide::Func> funcs;

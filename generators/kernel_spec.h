@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "lower/kiln_schedule.h"  // estimate_region
 #include "lower/lower_to_halide.h"
 #include "runtime/compile.h"
 
@@ -85,8 +86,5 @@ struct DirectKernel {
   Halide::Func out;
 };
 DirectKernel build_direct(const KernelSpec& spec);
-
-// "{0, n0}, {0, n1}, ..." in Halide's dim order (innermost first) for kiln sizes.
-Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes);
 
 }  // namespace kiln::kernels

@@ -1,5 +1,6 @@
 // kiln bench: the workloads of ../shared/bench/torch_suite.py with the same names and
 // sizes, eager and compiled, one JSON object per line so both suites line up.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "common/seed.h"
 #include "common/timing.h"
 #include "kiln.h"
+#include "lower/scheduler.h"
 
 namespace kiln::cli {
 
@@ -22,7 +24,24 @@ struct BenchArgs {
   std::string target = "host";
   int reps = 30;
   double max_seconds = 20;  // per implementation; heavy workloads stop early (>= 5 reps)
+  // Schedulers of the compiled rows (CompileOptions::scheduler); "both" is every one.
+  std::vector<std::string> schedulers = {"default"};
 };
+
+std::vector<std::string> parse_schedulers(const std::string& v) {
+  const std::vector<std::string>& names = scheduler_names();
+  if (v == "both") return names;
+  if (std::find(names.begin(), names.end(), v) != names.end()) return {v};
+  std::string valid;
+  for (const std::string& n : names) valid += n + ", ";
+  user_error("bench: --scheduler must be ", valid, "or both (every one), not '", v, "'");
+}
+
+// The impl of a compiled row: "kiln-compiled" with the default rules, so rows line up
+// with earlier results, "kiln-compiled-<scheduler>" otherwise.
+std::string compiled_impl(const std::string& scheduler) {
+  return scheduler == "default" ? "kiln-compiled" : "kiln-compiled-" + scheduler;
+}
 
 BenchArgs parse(const std::vector<std::string>& args) {
   BenchArgs b;
@@ -35,12 +54,17 @@ BenchArgs parse(const std::vector<std::string>& args) {
     else if (args[i] == "--target") b.target = value();
     else if (args[i] == "--reps") b.reps = std::stoi(value());
     else if (args[i] == "--max-seconds") b.max_seconds = std::stod(value());
-    else user_error("bench: unknown option '", args[i], "'; options: --filter REGEX, --target host|host-cuda, --reps N, --max-seconds S");
+    else if (args[i] == "--scheduler") b.schedulers = parse_schedulers(value());
+    else user_error("bench: unknown option '", args[i], "'; options: --filter REGEX, --target host|host-cuda, --reps N, "
+                    "--max-seconds S, --scheduler default|Kiln|both");
   }
   if (b.target != "host" && b.target != "host-cuda") {
     user_error("bench: --target must be host or host-cuda, not '", b.target, "'");
   }
   if (b.reps < 1) user_error("bench: --reps must be at least 1");
+  if (b.target == "host-cuda" && b.schedulers != std::vector<std::string>{"default"}) {
+    user_error("bench: --scheduler Kiln and both need --target host: the Kiln scheduler plans for CPU targets only");
+  }
   return b;
 }
 
@@ -166,17 +190,20 @@ int bench(const std::vector<std::string>& argv) {
     if (gpu) {
       for (Tensor& t : w.inputs) t = t.to(Device::cuda());
     }
-    CompileOptions opts;
-    opts.target = a.target;
     TensorFn fn = w.multi ? w.multi : TensorFn([f = w.fn](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in)}; });
-    auto compiled = compile(fn, opts);
     // All outputs come from one stream: synchronizing on the first waits for the rest.
     std::function<Tensor()> eager = [&] { return fn(w.inputs)[0]; };
-    std::function<Tensor()> comp = [&] { return compiled(w.inputs)[0]; };
     auto [eager_ms, eager_runs] = measure(eager, a.reps, a.max_seconds);
     report(w, "kiln-eager", label, eager_ms, eager_runs, peak_megabytes(eager));
-    auto [comp_ms, comp_runs] = measure(comp, a.reps, a.max_seconds);
-    report(w, "kiln-compiled", label, comp_ms, comp_runs, peak_megabytes(comp));
+    for (const std::string& scheduler : a.schedulers) {
+      CompileOptions opts;
+      opts.target = a.target;
+      opts.scheduler = scheduler;
+      auto compiled = compile(fn, opts);
+      std::function<Tensor()> comp = [&] { return compiled(w.inputs)[0]; };
+      auto [comp_ms, comp_runs] = measure(comp, a.reps, a.max_seconds);
+      report(w, compiled_impl(scheduler), label, comp_ms, comp_runs, peak_megabytes(comp));
+    }
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "runtime/compile.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -14,6 +15,7 @@
 #include "graph/passes/passes.h"
 #include "graph/tracer.h"
 #include "lower/kernel.h"
+#include "lower/scheduler.h"
 #include "lower/target.h"
 
 namespace kiln {
@@ -105,6 +107,30 @@ std::optional<std::string> guard_failure(const std::vector<TensorMeta>& metas,
   return std::nullopt;
 }
 
+// The scheduler a compilation uses: the option, else KILN_SCHEDULER, else "default".
+// Kiln plans for CPUs only. Asked for by name, on a GPU target it is an error; set in the
+// environment it is a process-wide preference, so GPU targets keep the default rules.
+std::string resolve_scheduler(const CompileOptions& o, const Halide::Target& target) {
+  const bool gpu = target_has_gpu(target);
+  if (!o.scheduler.empty()) {
+    check_scheduler_name(o.scheduler, o.name + ": CompileOptions::scheduler");
+    if (o.scheduler == "Kiln" && gpu) {
+      user_error(o.name, ": the Kiln scheduler plans for CPU targets only so far, and target '", o.target,
+                 "' has a GPU; use scheduler \"default\" for it (or a CPU target such as \"host\")");
+    }
+    return o.scheduler;
+  }
+  const char* env = std::getenv("KILN_SCHEDULER");
+  if (!env || !*env) return "default";
+  check_scheduler_name(env, "KILN_SCHEDULER");
+  if (std::string(env) == "Kiln" && gpu) {
+    log("schedule", o.name + ": KILN_SCHEDULER=Kiln plans for CPU targets only; target '" + o.target +
+                        "' keeps kiln's default rules");
+    return "default";
+  }
+  return env;
+}
+
 }  // namespace
 
 Graph trace(const TracedFn& fn, const std::vector<Tensor>& example_inputs,
@@ -132,9 +158,10 @@ Graph trace(const TracedFn& fn, const std::vector<Tensor>& example_inputs,
   return run_graph_passes(g);
 }
 
-Backend halide_backend(const std::string& target) {
-  return [target](Graph& graph, const std::vector<Tensor>&) -> CompiledGraphFn {
-    auto kernel = std::make_shared<Kernel>(graph, parse_target(target));
+Backend halide_backend(const std::string& target, const std::string& scheduler) {
+  check_scheduler_name(scheduler, "halide_backend");
+  return [target, scheduler](Graph& graph, const std::vector<Tensor>& example_inputs) -> CompiledGraphFn {
+    auto kernel = std::make_shared<Kernel>(graph, parse_target(target), make_schedule_fn(scheduler, graph, example_inputs));
     return [kernel](const std::vector<Tensor>& in) { return kernel->run(in); };
   };
 }
@@ -162,7 +189,12 @@ struct CompiledImpl::Entry {
 
 CompiledImpl::CompiledImpl(TracedFn fn, CompileOptions options)
     : fn_(std::move(fn)), options_(std::move(options)) {
-  parse_target(options_.target);  // reject a bad target at once, not on the first call
+  // Reject a bad target or scheduler at once, not on the first call.
+  options_.scheduler = resolve_scheduler(options_, parse_target(options_.target));
+}
+
+Backend CompiledImpl::backend() const {
+  return options_.backend ? options_.backend : halide_backend(options_.target, options_.scheduler);
 }
 
 const Graph& CompiledImpl::last_graph() const {
@@ -199,7 +231,7 @@ std::vector<Tensor> CompiledImpl::call_with_autograd(const std::vector<Tensor>& 
     entry->num_outputs = int(joint.outputs().size() - argnums.size());
     Partition p = min_cut_partition(joint, int(plain.size()), entry->num_outputs);
     log("aot", options_.name + ": joint graph\n" + joint.str() + "\n" + options_.name + ": partition, " + p.str());
-    Backend backend = options_.backend ? options_.backend : halide_backend(options_.target);
+    Backend backend = this->backend();
     entry->forward = backend(p.forward, plain);
     std::vector<Tensor> backward_examples;
     for (const Node& n : p.backward.nodes())
@@ -248,7 +280,7 @@ std::vector<Tensor> CompiledImpl::call(const std::vector<Tensor>& inputs) {
   e->graph = trace(fn_, inputs, options_);
   e->guards = e->graph.input_metas();
   log("graph", options_.name + ": captured graph\n" + e->graph.str());
-  Backend backend = options_.backend ? options_.backend : halide_backend(options_.target);
+  Backend backend = this->backend();
   e->fn = backend(e->graph, inputs);
   if (!e->fn) user_error(options_.name, ": the backend returned an empty callable");
   entries_.push_back(e);

@@ -33,8 +33,14 @@ using Backend = std::function<CompiledGraphFn(Graph& graph, const std::vector<Te
 struct CompileOptions {
   // "host", "host-cuda", or a Halide target string (kiln's own backend only).
   std::string target = "host";
-  // Empty: kiln's compiler (one Halide pipeline, default schedule, JIT).
+  // Empty: kiln's compiler (one Halide pipeline, scheduled as `scheduler` says, JIT).
   Backend backend;
+  // Who schedules that pipeline (kiln's own backend only): "default" (kiln's rules) or
+  // "Kiln" (kiln's autoscheduler, planning for the sizes of the call that compiles; CPU
+  // targets only: with a GPU target it is a kiln::Error). Empty: the environment's
+  // KILN_SCHEDULER=default|Kiln, else "default"; a GPU target keeps the default rules
+  // when Kiln comes from the environment (KILN_LOG=schedule notes it).
+  std::string scheduler;
   // Every dimension of every input is dynamic...
   bool dynamic = false;
   // ...or just these (input index, dimension) pairs. Sizes 0 and 1 are specialized.
@@ -45,8 +51,9 @@ struct CompileOptions {
   std::string name = "fn";
 };
 
-// kiln's own backend for a target.
-Backend halide_backend(const std::string& target = "host");
+// kiln's own backend for a target, with a scheduler named as in CompileOptions::scheduler
+// ("default" or "Kiln").
+Backend halide_backend(const std::string& target = "host", const std::string& scheduler = "default");
 // The seed's debug_backend: prints the graph, writes it as Graphviz to `dot_path` (if not
 // empty), and runs it with the eager interpreter.
 Backend debug_backend(const std::string& dot_path = "");
@@ -74,6 +81,7 @@ class CompiledImpl : public std::enable_shared_from_this<CompiledImpl> {
   // floating-point output gets a GradNode that runs the compiled backward.
   struct AutogradEntry;
   std::vector<Tensor> call_with_autograd(const std::vector<Tensor>& inputs);
+  Backend backend() const;
   std::vector<std::shared_ptr<AutogradEntry>> autograd_entries_;
   TracedFn fn_;
   CompileOptions options_;

@@ -1,0 +1,57 @@
+#include "lower/kiln_schedule.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "autoscheduler/machine_model.h"
+#include "autoscheduler/search.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace kiln {
+
+// Halide numbers dims innermost first, kiln outermost first; every dim starts at 0.
+Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes) {
+  Halide::Region r;
+  for (auto it = kiln_sizes.rbegin(); it != kiln_sizes.rend(); ++it) r.push_back({0, int(*it)});
+  return r;
+}
+
+namespace {
+
+void set_estimates(LoweredGraph& lowered, const SizeEstimates& sizes) {
+  KILN_CHECK(sizes.inputs.size() == lowered.inputs.size() && sizes.outputs.size() == lowered.outputs.size(),
+             "size estimates for ", sizes.inputs.size(), " inputs and ", sizes.outputs.size(),
+             " outputs, but the pipeline has ", lowered.inputs.size(), " and ", lowered.outputs.size());
+  for (size_t i = 0; i < lowered.inputs.size(); ++i) lowered.inputs[i].set_estimates(estimate_region(sizes.inputs[i]));
+  for (size_t i = 0; i < lowered.outputs.size(); ++i) lowered.outputs[i].set_estimates(estimate_region(sizes.outputs[i]));
+}
+
+}  // namespace
+
+void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes) {
+  if (target.has_gpu_feature()) {
+    user_error("the Kiln scheduler plans for CPU targets only so far; target ", target.to_string(),
+               " has a GPU feature (use scheduler \"default\" there)");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  set_estimates(lowered, sizes);
+  const autoschedule::MachineModel machine = autoschedule::machine_model(target);
+  log("schedule", "Kiln: machine " + machine.str());
+  autoschedule::SearchResult r;
+  try {
+    r = autoschedule::schedule_pipeline(lowered.pipeline(), target, machine);
+  } catch (const Halide::CompileError& e) {
+    // The search only emits directives it knows Halide accepts; a rejection is kiln's bug.
+    KILN_INTERNAL_ERROR("the Kiln scheduler made a schedule that Halide rejects: ", e.what());
+  }
+  // Estimates come from real inputs, so a warning here means a Func the analysis could
+  // not size: worth seeing, not worth failing for.
+  for (const std::string& w : r.warnings) log("schedule", "Kiln: " + w);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::ostringstream o;
+  o << "Kiln: predicted " << r.predicted_s * 1e3 << " ms, searched in " << ms << " ms";
+  log("schedule", o.str());
+}
+
+}  // namespace kiln

@@ -1,0 +1,49 @@
+#include "lower/scheduler.h"
+
+#include "core/error.h"
+#include "graph/interpreter.h"
+#include "lower/default_schedule.h"
+#include "lower/kiln_schedule.h"
+
+namespace kiln {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// What the autoscheduler plans for: the example inputs' sizes (a dynamic dim's traced
+// size is the best guess of the sizes to come) and the outputs' sizes they imply.
+SizeEstimates estimates_from(const Graph& graph, const std::vector<Tensor>& example_inputs) {
+  const SymbolSizes symbols = bind_inputs("Kiln scheduler", graph.input_metas(), example_inputs);
+  SizeEstimates e;
+  for (const Tensor& t : example_inputs) e.inputs.push_back(t.shape().sizes());
+  for (const TensorMeta& m : graph.output_metas()) e.outputs.push_back(concretize(m.shape, symbols));
+  return e;
+}
+
+}  // namespace
+
+const std::vector<std::string>& scheduler_names() {
+  static const std::vector<std::string> names = {"default", "Kiln"};
+  return names;
+}
+
+void check_scheduler_name(const std::string& name, const std::string& where) {
+  for (const std::string& n : scheduler_names())
+    if (n == name) return;
+  user_error(where, ": unknown scheduler '", name, "'; the schedulers are ", joined(scheduler_names()),
+             " (default: kiln's rules, Kiln: kiln's autoscheduler, CPU targets only)");
+}
+
+ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph, const std::vector<Tensor>& example_inputs) {
+  check_scheduler_name(scheduler, "make_schedule_fn");
+  if (scheduler == "default") return apply_default_schedule;
+  SizeEstimates sizes = estimates_from(graph, example_inputs);
+  return [sizes](LoweredGraph& lowered, const Halide::Target& target) { apply_kiln_schedule(lowered, target, sizes); };
+}
+
+}  // namespace kiln

@@ -1,0 +1,200 @@
+// CompileOptions::scheduler = "Kiln": kiln's autoscheduler schedules compiled graphs. Its
+// results must equal the default rules' and eager mode's on every registered model and on
+// the ops whose loop nests it changes most (contractions with epilogues, row reductions,
+// convolution), including sizes other than those it planned for.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include "kiln.h"
+#include "models/models.h"
+
+using namespace kiln;
+
+namespace {
+
+// Captures what kiln logs to stderr while `body` runs.
+template <class F>
+std::string logged(const std::string& streams, F body) {
+  set_log_streams(streams);
+  ::testing::internal::CaptureStderr();
+  body();
+  std::string out = ::testing::internal::GetCapturedStderr();
+  set_log_streams("");
+  return out;
+}
+
+bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Sets an environment variable for one scope, then restores what was there (the suite
+// may itself run under KILN_SCHEDULER=...).
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> saved;
+  ScopedEnv(std::string n, const std::optional<std::string>& value) : name(std::move(n)) {
+    if (const char* old = std::getenv(name.c_str())) saved = old;
+    set(value);
+  }
+  ~ScopedEnv() { set(saved); }
+  void set(const std::optional<std::string>& value) const {
+    if (value) setenv(name.c_str(), value->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+CompileOptions with_scheduler(const std::string& scheduler) {
+  CompileOptions o;
+  o.scheduler = scheduler;
+  return o;
+}
+
+// Compiles `fn` with each scheduler and checks every output of the Kiln-scheduled
+// version against the default rules and against eager mode. The log check makes sure the
+// autoscheduler did schedule it (a silently ignored option would pass the comparisons).
+void expect_kiln_matches(const TensorFn& fn, const std::vector<Tensor>& inputs, double rtol = 1e-4,
+                         double atol = 1e-5) {
+  const std::vector<Tensor> eager = fn(inputs);
+  const std::vector<Tensor> with_default = compile(fn, with_scheduler("default"))(inputs);
+  std::vector<Tensor> with_kiln;
+  const std::string log = logged("schedule", [&] { with_kiln = compile(fn, with_scheduler("Kiln"))(inputs); });
+  EXPECT_TRUE(mentions(log, "Kiln: predicted")) << log;
+  ASSERT_EQ(with_kiln.size(), eager.size());
+  ASSERT_EQ(with_default.size(), eager.size());
+  for (size_t k = 0; k < eager.size(); ++k) {
+    SCOPED_TRACE("output " + std::to_string(k));
+    ASSERT_EQ(with_kiln[k].meta(), eager[k].meta());
+    EXPECT_TRUE(allclose(with_kiln[k], with_default[k], rtol, atol)) << max_abs_diff(with_kiln[k], with_default[k]);
+    EXPECT_TRUE(allclose(with_kiln[k], eager[k], rtol, atol)) << max_abs_diff(with_kiln[k], eager[k]);
+  }
+}
+
+// Small configurations of the registered models, so the test runs in seconds.
+std::map<std::string, apps::Model> small_models() {
+  std::map<std::string, apps::Model> m;
+  m.emplace("seed", apps::make_seed(1000));
+  m.emplace("mlp", apps::make_mlp({8, 32, 48, 5}));
+  m.emplace("gpt_block", apps::make_gpt_block({2, 16, 32, 4}));
+  m.emplace("resnet18", apps::make_resnet18({2, 16, 3, 8, 5}));
+  return m;
+}
+
+TEST(KilnScheduler, EveryRegisteredModelMatchesDefaultAndEager) {
+  const std::map<std::string, apps::Model> models = small_models();
+  for (const std::string& name : apps::model_names()) {
+    SCOPED_TRACE(name);
+    auto it = models.find(name);
+    ASSERT_NE(it, models.end()) << "model " << name << " is registered but has no small configuration here";
+    expect_kiln_matches(it->second.forward, it->second.inputs);
+  }
+}
+
+TEST(KilnScheduler, MatmulBiasGeluMatches) {
+  // Odd sizes: register tiles do not divide them, so edge tiles are exercised.
+  expect_kiln_matches([](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(matmul(in[0], in[1]) + in[2])}; },
+                      {randn({37, 53}, 1), randn({53, 45}, 2), randn({45}, 3)});
+  expect_kiln_matches([](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(matmul(in[0], in[1]) + in[2], "tanh")}; },
+                      {randn({3, 64, 96}, 4), randn({96, 128}, 5), randn({128}, 6)});
+}
+
+TEST(KilnScheduler, SoftmaxMatches) {
+  expect_kiln_matches([](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0], -1)}; },
+                      {randn({33, 70}, 7)});
+  expect_kiln_matches([](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0], 0)}; },
+                      {randn({65, 17}, 8)});
+}
+
+TEST(KilnScheduler, LayerNormMatches) {
+  expect_kiln_matches(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{layer_norm(in[0], {96}, in[1], in[2])}; },
+      {randn({19, 96}, 9), randn({96}, 10), randn({96}, 11)});
+}
+
+TEST(KilnScheduler, Conv2dMatches) {
+  expect_kiln_matches(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], in[1], in[2], {1}, {1}))}; },
+      {randn({2, 5, 11, 13}, 12), randn({7, 5, 3, 3}, 13), randn({7}, 14)});
+  expect_kiln_matches(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{conv2d(in[0], in[1], {}, {2}, {0})}; },
+      {randn({1, 16, 17, 17}, 15), randn({32, 16, 3, 3}, 16)});
+}
+
+TEST(KilnScheduler, DynamicDimsServeSizesItDidNotPlanFor) {
+  // Planned for the first call's sizes; the schedule must stay correct for smaller ones
+  // (below one register tile) and larger ones.
+  CompileOptions o = with_scheduler("Kiln");
+  o.dynamic = true;
+  auto fn = [](const Tensor& a, const Tensor& b) { return softmax(matmul(a, b), -1); };
+  auto f = compile(fn, o);
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{48, 32, 64}, {3, 5, 7}, {100, 33, 130}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    Tensor a = randn({m, k}, uint64_t(m)), b = randn({k, n}, uint64_t(n));
+    Tensor c = f(a, b), e = fn(a, b);
+    EXPECT_TRUE(allclose(c, e, 1e-4, 1e-5)) << max_abs_diff(c, e);
+  }
+  EXPECT_EQ(f.num_compilations(), 1);
+}
+
+TEST(KilnScheduler, GradientsMatchThroughTheCompiledBackward) {
+  auto loss = [](const Tensor& x, const Tensor& w) { return sum(gelu(matmul(x, w))); };
+  Tensor x = randn({12, 20}, 17), w = randn({20, 24}, 18);
+  Tensor wk = w.detach().requires_grad(), we = w.detach().requires_grad();
+  compile(loss, with_scheduler("Kiln"))(x, wk).backward();
+  loss(x, we).backward();
+  EXPECT_TRUE(allclose(wk.grad(), we.grad(), 1e-4, 1e-4)) << max_abs_diff(wk.grad(), we.grad());
+}
+
+TEST(KilnScheduler, UnknownSchedulerListsTheValidOnes) {
+  try {
+    compile([](const Tensor& x) { return x + 1.0; }, with_scheduler("Adams2019"));
+    FAIL() << "an unknown scheduler was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(mentions(msg, "'Adams2019'")) << msg;
+    EXPECT_TRUE(mentions(msg, "default, Kiln")) << msg;
+  }
+}
+
+TEST(KilnScheduler, GpuTargetIsAnErrorWhenAskedForByName) {
+  CompileOptions o = with_scheduler("Kiln");
+  o.target = "host-cuda";  // no GPU needed: the scheduler is checked when compile() is called
+  try {
+    compile([](const Tensor& x) { return x + 1.0; }, o);
+    FAIL() << "Kiln was accepted for a GPU target";
+  } catch (const Error& e) {
+    EXPECT_TRUE(mentions(e.what(), "CPU targets only")) << e.what();
+  }
+}
+
+TEST(KilnScheduler, EnvironmentChoosesTheDefault) {
+  auto fn = [](const Tensor& x) { return softmax(x, -1); };
+  Tensor x = randn({9, 40}, 19);
+  {
+    ScopedEnv env("KILN_SCHEDULER", "Kiln");
+    Tensor out;
+    const std::string log = logged("schedule", [&] { out = compile(fn)(x); });
+    EXPECT_TRUE(mentions(log, "Kiln: predicted")) << log;
+    EXPECT_TRUE(allclose(out, fn(x), 1e-5, 1e-6));
+    // The option still wins over the environment.
+    EXPECT_FALSE(mentions(logged("schedule", [&] { compile(fn, with_scheduler("default"))(x); }), "Kiln: predicted"));
+    // A GPU target keeps the default rules instead of failing.
+    CompileOptions cuda;
+    cuda.target = "host-cuda";
+    EXPECT_NO_THROW(compile(fn, cuda));
+  }
+  {
+    ScopedEnv env("KILN_SCHEDULER", "fast");
+    try {
+      compile(fn);
+      FAIL() << "KILN_SCHEDULER=fast was accepted";
+    } catch (const Error& e) {
+      EXPECT_TRUE(mentions(e.what(), "KILN_SCHEDULER")) << e.what();
+      EXPECT_TRUE(mentions(e.what(), "default, Kiln")) << e.what();
+    }
+  }
+  ScopedEnv unset("KILN_SCHEDULER", std::nullopt);
+  EXPECT_FALSE(mentions(logged("schedule", [&] { compile(fn)(x); }), "Kiln: predicted"));
+}
+
+}  // namespace
