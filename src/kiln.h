@@ -4,6 +4,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/float_env.h"
 #include "core/log.h"
 #include "core/memory.h"
 #include "core/shape.h"

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/float_env.h"
 #include "core/log.h"
 #include "core/memory.h"
 #include "graph/interpreter.h"
@@ -30,6 +31,13 @@ struct ErrorCollectingContext : Halide::JITUserContext {
     // Heap scratch buffers count towards kiln's memory statistics.
     handlers.custom_malloc = [](Halide::JITUserContext*, size_t bytes) { return detail::tracked_malloc(bytes); };
     handlers.custom_free = [](Halide::JITUserContext*, void* ptr) { detail::tracked_free(ptr); };
+    // Parallel tasks run on Halide's worker threads, each with its own float state: every
+    // task flushes subnormals as the calling thread does (core/float_env.h).
+    handlers.custom_do_task = [](Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*, int, uint8_t*),
+                                 int idx, uint8_t* closure) {
+      detail::ScopedFlushDenormals flush;
+      return f(ctx, idx, closure);
+    };
   }
 };
 
@@ -112,6 +120,7 @@ std::vector<Tensor> Kernel::run(const std::vector<Tensor>& inputs) const {
   for (const Tensor& t : inputs) argv.push_back(t.buffer().raw_buffer());
   for (const Tensor& t : outputs) argv.push_back(t.buffer().raw_buffer());
   int err = with_halide_errors("running the compiled kernel", [&] {
+    detail::ScopedFlushDenormals flush;
     return callable_.call_argv_fast(argv.size(), argv.data());
   });
   if (err != 0) {
