@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/seed.h"
+#include "core/log_capture.h"
 #include "kiln.h"
 
 using namespace kiln;
@@ -13,16 +14,7 @@ namespace {
 // The seed's expression, shared with the apps.
 Tensor seed_expression(const Tensor& x) { return apps::compute_expression(x); }
 
-// Captures what kiln logs to stderr while `body` runs.
-template <class F>
-std::string logged(const std::string& streams, F body) {
-  set_log_streams(streams);
-  ::testing::internal::CaptureStderr();
-  body();
-  std::string out = ::testing::internal::GetCapturedStderr();
-  set_log_streams("");
-  return out;
-}
+using kiln::testing::logged;
 
 TEST(Compile, CompiledEqualsEagerEqualsReference) {
   auto f = compile(seed_expression);

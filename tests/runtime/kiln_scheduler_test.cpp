@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "core/log_capture.h"
 #include "kiln.h"
 #include "models/models.h"
 
@@ -15,16 +16,7 @@ using namespace kiln;
 
 namespace {
 
-// Captures what kiln logs to stderr while `body` runs.
-template <class F>
-std::string logged(const std::string& streams, F body) {
-  set_log_streams(streams);
-  ::testing::internal::CaptureStderr();
-  body();
-  std::string out = ::testing::internal::GetCapturedStderr();
-  set_log_streams("");
-  return out;
-}
+using kiln::testing::logged;
 
 bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
