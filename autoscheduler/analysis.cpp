@@ -108,6 +108,34 @@ bool read_innermost_by(const Expr& e, const std::string& var, const std::vector<
   return r.found;
 }
 
+// The update's loads of other Funcs and images, each classed by whether its indices use
+// the first and second pure vars. A load repeated in the expression (pooling's NaN checks
+// read the window's value three times) is one load.
+class OperandLoadCounter : public IRVisitor {
+ public:
+  OperandLoadCounter(std::string self, std::string v0, std::string v1)
+      : self_(std::move(self)), v0_(std::move(v0)), v1_(std::move(v1)) {}
+  FuncInfo::OperandLoads loads;
+
+ private:
+  using IRVisitor::visit;
+  void visit(const Call* c) override {
+    const bool seen = std::any_of(seen_.begin(), seen_.end(), [&](const Expr& e) { return equal(e, Expr(c)); });
+    if ((c->call_type == Call::Halide || c->call_type == Call::Image) && c->name != self_ && !seen) {
+      seen_.push_back(c);
+      bool col = false, row = false;
+      for (const Expr& a : c->args) {
+        col |= mentions(a, v0_);
+        row |= mentions(a, v1_);
+      }
+      (col && row ? loads.both : col ? loads.columns : row ? loads.rows : loads.neither)++;
+    }
+    IRVisitor::visit(c);
+  }
+  std::string self_, v0_, v1_;
+  std::vector<Expr> seen_;
+};
+
 ReductionKind classify(const Function& f, const std::vector<std::string>& rvars) {
   if (!f.has_update_definition()) return ReductionKind::None;
   if (f.updates().size() != 1 || rvars.empty() || f.values().size() != 1) return ReductionKind::Other;
@@ -119,7 +147,8 @@ ReductionKind classify(const Function& f, const std::vector<std::string>& rvars)
   }
   const std::vector<std::string>& vars = f.args();
   if (vars.empty()) return ReductionKind::Total;
-  const Expr value = u.values()[0];
+  // Without lets, so that an index bound to a let (the pooling window's column) is seen.
+  const Expr value = substitute_in_all_lets(u.values()[0]);
   if (read_innermost_by(value, vars[0], rvars)) {
     return vars.size() >= 2 ? ReductionKind::Contraction : ReductionKind::Column;
   }
@@ -182,6 +211,11 @@ PipelineInfo analyze(const Pipeline& pipeline) {
       }
     }
     fi.reduction = classify(f, fi.rvars);
+    if (fi.reduction == ReductionKind::Contraction) {
+      OperandLoadCounter counter(name, fi.vars[0], fi.vars[1]);
+      substitute_in_all_lets(f.updates()[0].values()[0]).accept(&counter);
+      fi.operand_loads = counter.loads;
+    }
     info.funcs.emplace(name, std::move(fi));
   }
 

@@ -36,6 +36,12 @@ struct FuncInfo {
   bool trivial = false;                // a pure load (wrapper, cast, reshape): free to inline
   std::map<std::string, int> callers;  // Func name -> calls in its definitions
   std::map<std::string, int64_t> calls_in_update;  // Func name -> calls from this one's update
+  // A contraction's loads per reduction step, by what their indices depend on: the
+  // column var only (matmul's b: one vector per tile column), the row var only (its a: one
+  // broadcast per tile row), both (a pooling window: one load per row and vector), neither.
+  struct OperandLoads {
+    int columns = 0, rows = 0, both = 0, neither = 0;
+  } operand_loads;
 
   double points() const;
   double reduction_trips() const;  // product of rvar extents (1 without an update)

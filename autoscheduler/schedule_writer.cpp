@@ -162,6 +162,15 @@ std::string ScheduleWriter::rfactor(const std::string& func, const std::string& 
   return partial.name();
 }
 
+std::string ScheduleWriter::wrap(const std::string& func) {
+  Halide::Func wrapper = funcs_.at(func).in();
+  const std::string id = ident(wrapper.name());
+  lines_.push_back("Func " + id + " = " + func_ref(func) + ".in();");
+  funcs_[wrapper.name()] = wrapper;
+  func_ids_[wrapper.name()] = id;
+  return wrapper.name();
+}
+
 std::string ScheduleWriter::source() const {
   std::string s;
   for (const std::string& d : var_decls_) s += "    " + d + "\n";

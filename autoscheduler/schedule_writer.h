@@ -54,6 +54,9 @@ class ScheduleWriter {
   // new pure var `var`. Throws Halide::CompileError when Halide cannot prove the update
   // associative; nothing is written then.
   std::string rfactor(const std::string& func, const std::string& rvar, const std::string& var);
+  // A wrapper of `func` (Func::in()) that every consumer reads instead, returned by name:
+  // a stored copy whose loops can be tiled, with `func` computed per tile.
+  std::string wrap(const std::string& func);
   // Marks names as reduction variables (split products of one are, too).
   void declare_rvar(const std::string& name) { rvars_.insert(name); }
 

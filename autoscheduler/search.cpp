@@ -20,22 +20,27 @@ using Halide::TailStrategy;
 StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t) {
   StagePlan p;
   const double tile_cols = double(t.vectors) * t.lanes;
-  const double tiles = std::ceil(s.m / t.rows) * std::ceil(s.n / tile_cols) * s.batch;
-  p.flops = 2.0 * s.m * s.n * s.k * s.batch;
+  const double row_tiles = std::ceil(s.m / t.rows), col_tiles = std::ceil(s.n / tile_cols);
+  const double tiles = row_tiles * col_tiles * s.batch;
+  // Every tile is whole (edge tiles shift inwards), so a ragged edge is computed twice.
+  p.flops = s.flops_per_step * tiles * t.rows * tile_cols * s.k;
   p.lanes = t.lanes;
-  // Per tile and reduction step: one broadcast per row, one load per vector of columns.
-  p.loads = tiles * s.k * (t.rows + t.vectors);
-  // Accumulators, the column vectors of b and one broadcast of a.
-  p.vector_registers = t.rows * t.vectors + t.vectors + 1;
+  // Per tile and reduction step: a broadcast per row of each row operand, a vector per
+  // column vector of each column operand, one of each for an operand indexed by both.
+  p.loads = tiles * s.k *
+            (t.rows * s.row_operands + t.vectors * s.column_operands + t.rows * t.vectors * s.point_operands);
+  // Accumulators, the column vectors, one broadcast; a value loaded per point is held
+  // with a temporary until the update consumes it.
+  p.vector_registers = t.rows * t.vectors * (1 + 2 * s.point_operands) + t.vectors * s.column_operands + 1;
   const double block = t.block > 0 ? std::min(t.block, s.n) : s.n;
   // b is read once per band of rows; it stays cached when one block of it fits.
-  p.streams.push_back({std::ceil(s.m / t.rows) * s.k * s.n * s.bytes * s.batch, s.k * block * s.bytes});
+  p.streams.push_back({row_tiles * s.k * s.n * s.bytes * s.batch, s.k * block * s.bytes});
   // a's rows of a tile are read once per tile of columns, from a panel of rows x k.
-  p.streams.push_back({std::ceil(s.n / tile_cols) * s.m * s.k * s.bytes * s.batch, t.rows * s.k * s.bytes});
+  p.streams.push_back({col_tiles * s.m * s.k * s.bytes * s.batch, t.rows * s.k * s.bytes});
   // The output is written once.
   p.streams.push_back({s.m * s.n * s.bytes * s.batch, s.m * s.n * s.bytes * s.batch});
   const double blocks = std::ceil(s.n / block);
-  p.tasks = t.parallel ? blocks * std::ceil(std::ceil(s.m / t.rows) / t.band) * s.batch : 1;
+  p.tasks = t.parallel ? blocks * std::ceil(row_tiles / t.band) * s.batch : 1;
   return p;
 }
 
@@ -96,16 +101,21 @@ struct Search {
   const Halide::Target& target;
   const MachineModel& m;
   const Knobs* knobs;  // forced choices, or null
+  const FixedFuncs* fixed;  // scheduled already, or null
   PipelineInfo info;
   std::vector<Alternative> alternatives;
   std::map<std::string, Placement> place;
   std::map<std::string, double> evaluations;  // of inlined Funcs: how often each point is recomputed
   std::map<std::string, TileChoice> tiles;    // by host output
+  std::map<std::string, TileChoice> root_tiles;  // contractions tiled in a stored wrapper, by name
   std::map<std::string, std::string> rows_var;  // host output -> its row loop
   SearchResult result;
 
-  Search(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm, const Knobs* k)
-      : pipeline(p), target(t), m(mm), knobs(k), info(analyze(p)) {}
+  Search(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm, const Knobs* k,
+         const FixedFuncs* fx = nullptr)
+      : pipeline(p), target(t), m(mm), knobs(k), fixed(fx), info(analyze(p)) {}
+
+  bool is_fixed(const std::string& name) const { return fixed && fixed->count(name); }
 
   int lanes(const FuncInfo& f) const {
     return std::max(1, target.natural_vector_size(f.function.output_types()[0]));
@@ -145,15 +155,24 @@ struct Search {
     return std::max(evals, 1.0);
   }
 
+  // An output whose loops the search writes: tiles and rows of other Funcs go there.
   bool is_pure_output(const FuncInfo& f) const {
     return f.is_output && !f.function.has_update_definition() && !f.function.has_extern_definition() &&
-           !f.vars.empty();
+           !f.vars.empty() && !is_fixed(f.name);
   }
 
   // ---- placement (consumers before producers) --------------------------------------
 
   void place_func(const FuncInfo& f) {
     Placement p;
+    if (is_fixed(f.name)) {
+      const bool inlined = fixed->at(f.name);
+      p.where = inlined ? Where::Inline : Where::Root;
+      if (inlined) evaluations[f.name] = inline_evaluations(f);
+      decide("fusion", f.name + ": scheduled before the search (" + (inlined ? "inlined" : "own loops") + ")");
+      place[f.name] = p;
+      return;
+    }
     if (f.is_output || f.function.has_extern_definition()) {
       place[f.name] = p;
       return;
@@ -199,6 +218,12 @@ struct Search {
         tiles[h.name] = choose_tiling(f);
       }
     }
+    if (f.reduction == ReductionKind::Contraction && p.where == Where::Root && f.vars.size() >= 2 &&
+        f.extents[0] >= lanes(f)) {
+      // No output to tile (its consumer reads it in another order, or several read it):
+      // a stored copy of it is tiled instead, the contraction computed per tile.
+      root_tiles[f.name] = choose_tiling(f);
+    }
     if (f.reduction == ReductionKind::Row && p.where == Where::Root && !consumers.empty()) {
       // One row of this reduction per row of an output: compute it there, while the row
       // is in cache. Every consumer must be that output or computed at its rows too.
@@ -224,7 +249,8 @@ struct Search {
         rows_var[host] = "";
       }
     }
-    std::string where = p.where == Where::Root ? "computed at root" :
+    std::string where = p.where == Where::Root ? (root_tiles.count(f.name) ? "computed per register tile of a stored copy"
+                                                                          : "computed at root") :
                         p.where == Where::AtTile ? "computed per register tile of " + p.host :
                                                    "computed per row of " + p.host;
     decide("fusion", f.name + ": " + where);
@@ -238,6 +264,10 @@ struct Search {
     s.k = f.reduction_trips();
     for (size_t d = 2; d < f.extents.size(); ++d) s.batch *= double(f.extents[d]);
     s.bytes = f.bytes;
+    s.column_operands = f.operand_loads.columns;
+    s.row_operands = f.operand_loads.rows;
+    s.point_operands = f.operand_loads.both;
+    s.flops_per_step = std::max(1.0, f.update_flops);
     const int vw = lanes(f);
     std::vector<TileChoice> scored;
     for (int rows : {1, 2, 3, 4, 6, 8}) {
@@ -306,8 +336,10 @@ struct Search {
     if (!knobs) return;
     for (const auto& [func, t] : knobs->tiles) {
       const FuncInfo* f = nullptr;
-      for (const auto& [host, tc] : tiles) {
-        if (stable_name(tc.func) == func) f = &info.at(tc.func);
+      for (const auto* set : {&tiles, &root_tiles}) {
+        for (const auto& [key, tc] : *set) {
+          if (stable_name(tc.func) == func) f = &info.at(tc.func);
+        }
       }
       if (!f) {
         user_error("tuning knobs: ", func, " is not a contraction computed per register tile in this pipeline; ",
@@ -336,7 +368,9 @@ struct Search {
 
   std::string tiled_names() const {
     std::string s;
-    for (const auto& [host, tc] : tiles) s += (s.empty() ? "" : ", ") + stable_name(tc.func);
+    for (const auto* set : {&tiles, &root_tiles}) {
+      for (const auto& [key, tc] : *set) s += (s.empty() ? "" : ", ") + stable_name(tc.func);
+    }
     return s.empty() ? "(none)" : s;
   }
 
@@ -344,11 +378,12 @@ struct Search {
 
   // The outer loops of an output: outer dims fused into one row loop, split into
   // parallel tasks of `band` rows. Returns the row loop's name.
-  std::string outer_loops(StageWriter& s, const FuncInfo& h, const std::string& first_outer, int band) {
+  std::string outer_loops(StageWriter& s, const std::vector<std::string>& vars, const std::string& first_outer,
+                          int band) {
     std::string rows = first_outer;
-    for (size_t d = 2; d < h.vars.size(); ++d) {
-      const std::string fused = rows + "_" + h.vars[d];
-      s.fuse(rows, h.vars[d], fused);
+    for (size_t d = 2; d < vars.size(); ++d) {
+      const std::string fused = rows + "_" + vars[d];
+      s.fuse(rows, vars[d], fused);
       rows = fused;
     }
     if (band > 1) {
@@ -413,10 +448,10 @@ struct Search {
     for (size_t d = 1; d < h.extents.size(); ++d) rows *= double(h.extents[d]);
     const int band = choose_band(h, flops, rows);
     StageWriter spec = w.specialize_min_extents(h.name, {vw});
-    const std::string row = outer_loops(spec, h, h.vars[1], band);
+    const std::string row = outer_loops(spec, h.vars, h.vars[1], band);
     spec.vectorize(h.vars[0], vw, TailStrategy::ShiftInwards);
     StageWriter base = w.stage(h.name);
-    outer_loops(base, h, h.vars[1], band);
+    outer_loops(base, h.vars, h.vars[1], band);
     if (rows_var.count(h.name)) rows_var[h.name] = row;
     const Prediction pr = predict(row_plan(h, flops, rows, band), m);
     result.predicted_s += pr.total_s;
@@ -429,27 +464,52 @@ struct Search {
   // of tile rows as parallel tasks. Outputs smaller than a tile use 1 x 1 tiles.
   void schedule_tiled_output(ScheduleWriter& w, const FuncInfo& h, const TileChoice& tc) {
     const ContractionTiling& t = tc.tiling;
-    const FuncInfo& r = info.at(tc.func);
     const int tw = t.vectors * t.lanes, tm = t.rows;
-    const std::string n = h.vars[0], mv = h.vars[1];
     for (int pass = 0; pass < 2; ++pass) {
       const bool full = pass == 0;
       StageWriter s = full ? w.specialize_min_extents(h.name, {tw, tm}) : w.stage(h.name);
-      s.split(n, "no", "ni", full ? tw : 1, full ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf)
-          .split(mv, "mo", "mi", full ? tm : 1, full ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
-      std::vector<std::string> order = {"ni", "mi", "no", "mo"};
-      const bool blocked = full && t.block > 0;
-      if (blocked) {
-        s.split("no", "nb", "no", int(t.block) / tw, TailStrategy::GuardWithIf);
-        order = {"ni", "mi", "no", "mo"};
-      }
-      for (size_t d = 2; d < h.vars.size(); ++d) order.push_back(h.vars[d]);
-      if (blocked) order.push_back("nb");
-      s.reorder(order);
-      outer_loops(s, h, "mo", full ? t.band : 1);
-      if (full) s.vectorize("ni", t.lanes, TailStrategy::ShiftInwards).unroll("ni").unroll("mi");
+      tile_loops(s, h.vars, t, full ? tw : 1, full ? tm : 1, full ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf,
+                 full);
     }
-    w.compute_at(r.name, h.name, "no");
+    compute_tile(w, info.at(tc.func), h.name, tc);
+  }
+
+  // A contraction that no output can host, computed per register tile of a stored copy
+  // of itself (Func::in()). Edge tiles are shifted inwards, so every tile is whole and its
+  // accumulators fit in registers; that needs the copy to be at least one tile, which the
+  // estimates say it is (were it smaller at run time, the tile would read before the
+  // region: kiln's ops clamp their reads, another generator's may fail a bounds check).
+  // Below a tile, edge tiles are guarded.
+  void schedule_tiled_root(ScheduleWriter& w, const FuncInfo& r, const TileChoice& tc) {
+    const ContractionTiling& t = tc.tiling;
+    const int tw = t.vectors * t.lanes, tm = t.rows;
+    const bool whole = r.extents[0] >= tw && r.extents[1] >= tm;
+    const std::string copy = w.wrap(r.name);
+    w.compute_root(copy);
+    StageWriter s = w.stage(copy);
+    tile_loops(s, r.vars, t, tw, tm, whole ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf, true);
+    compute_tile(w, r, copy, tc);
+  }
+
+  // The loops of a tile host over `vars`: tiles of tw columns x tm rows, column blocks,
+  // bands of tile rows in parallel; the tile's columns vectorized and both unrolled.
+  void tile_loops(StageWriter& s, const std::vector<std::string>& vars, const ContractionTiling& t, int tw, int tm,
+                  TailStrategy tail, bool full) {
+    s.split(vars[0], "no", "ni", tw, tail).split(vars[1], "mo", "mi", tm, tail);
+    std::vector<std::string> order = {"ni", "mi", "no", "mo"};
+    const bool blocked = full && t.block > 0;
+    if (blocked) s.split("no", "nb", "no", int(t.block) / tw, TailStrategy::GuardWithIf);
+    for (size_t d = 2; d < vars.size(); ++d) order.push_back(vars[d]);
+    if (blocked) order.push_back("nb");
+    s.reorder(order);
+    outer_loops(s, vars, "mo", full ? t.band : 1);
+    if (full) s.vectorize("ni", t.lanes, tail).unroll("ni").unroll("mi");
+  }
+
+  // The contraction `r` per tile of `host`: its tile in registers across the reduction.
+  void compute_tile(ScheduleWriter& w, const FuncInfo& r, const std::string& host, const TileChoice& tc) {
+    const ContractionTiling& t = tc.tiling;
+    w.compute_at(r.name, host, "no");
     const std::string rn = r.vars[0], rm = r.vars[1];
     w.stage(r.name).vectorize(rn, t.lanes, TailStrategy::GuardWithIf).unroll(rn).unroll(rm);
     std::vector<std::string> order = {rn, rm};
@@ -458,9 +518,11 @@ struct Search {
     w.stage(r.name, 0).reorder(order).vectorize(rn, t.lanes, TailStrategy::GuardWithIf).unroll(rn).unroll(rm);
     result.predicted_s += tc.prediction.total_s;
     std::ostringstream o;
-    o << r.name << ": register tiles of " << tm << " rows x " << t.vectors << " vectors of " << t.lanes
+    o << r.name << ": register tiles of " << t.rows << " rows x " << t.vectors << " vectors of " << t.lanes
       << ", column blocks of " << (t.block > 0 ? std::to_string(int(t.block)) : std::string("all")) << ", "
-      << t.band << " tile rows per task; predicted " << tc.prediction.str();
+      << t.band << " tile rows per task, computed per tile of " << host << " (loads per step: "
+      << r.operand_loads.columns << " per column vector, " << r.operand_loads.rows << " per row, "
+      << r.operand_loads.both << " per point); predicted " << tc.prediction.str();
     decide("schedule", o.str());
   }
 
@@ -487,6 +549,10 @@ struct Search {
     if (p.where == Where::AtRow) {
       w.compute_at(r.name, p.host, rows_var.at(p.host));
       vectorize_rows(w, r);
+      return;
+    }
+    if (auto t = root_tiles.find(r.name); t != root_tiles.end()) {
+      schedule_tiled_root(w, r, t->second);
       return;
     }
     w.compute_root(r.name);
@@ -564,7 +630,7 @@ struct Search {
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
       const FuncInfo& f = info.at(*it);
       const Placement& p = place.at(f.name);
-      if (f.is_output && is_pure_output(f)) continue;
+      if ((f.is_output && is_pure_output(f)) || is_fixed(f.name)) continue;
       if (f.reduction != ReductionKind::None) {
         schedule_reduction(w, f, p);
       } else if (p.where == Where::Root) {
@@ -579,8 +645,8 @@ struct Search {
 }  // namespace
 
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                               const MachineModel& machine, const Knobs* knobs) {
-  Search s(pipeline, target, machine, knobs);
+                               const MachineModel& machine, const Knobs* knobs, const FixedFuncs* fixed) {
+  Search s(pipeline, target, machine, knobs, fixed);
   return s.run();
 }
 

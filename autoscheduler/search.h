@@ -50,11 +50,17 @@ struct SearchResult {
   Knobs knobs;                         // every choice made, as knobs
 };
 
+// Funcs scheduled before the search, by name (true: left inline, false: with loops of
+// their own): the search plans the rest around them and leaves their schedules alone.
+// kiln's graph compiler fixes its contractions this way (default_schedule.h).
+using FixedFuncs = std::map<std::string, bool>;
+
 // Schedules `pipeline` (its Funcs are modified) for a CPU target. With `knobs`, their
 // choices replace the cost model's; a knob naming a Func the pipeline lacks, or of the
 // wrong kind, is a kiln::Error raised before anything is scheduled.
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                               const MachineModel& machine, const Knobs* knobs = nullptr);
+                               const MachineModel& machine, const Knobs* knobs = nullptr,
+                               const FixedFuncs* fixed = nullptr);
 
 // One schedule the search could pick, with its predicted time.
 struct Candidate {
@@ -75,6 +81,10 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
 struct ContractionShape {
   double m = 1, n = 1, k = 1, batch = 1;
   int bytes = 4;
+  // Loads per reduction step (see FuncInfo::OperandLoads): matmul reads one column
+  // operand and one row operand; a pooling window one operand indexed by both.
+  int column_operands = 1, row_operands = 1, point_operands = 0;
+  double flops_per_step = 2;  // per output point and reduction step: an FMA
 };
 
 StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t);

@@ -70,7 +70,31 @@ TEST_P(KilnPlugin, SameResultsAsTheDefaultSchedule) {
   EXPECT_LE(max_rel_diff(run_case(c, l), run_default(c)), 1e-6) << r.schedule_source;
 }
 
-INSTANTIATE_TEST_SUITE_P(Pipelines, KilnPlugin, ::testing::Values("matmul", "softmax", "conv2d", "pointwise"));
+INSTANTIATE_TEST_SUITE_P(Pipelines, KilnPlugin,
+                         ::testing::Values("matmul", "softmax", "conv2d", "pointwise", "conv2d_wide", "max_pool2d"));
+
+bool any_decision(const as::SearchResult& r, const std::string& text) {
+  for (const std::string& d : r.decisions)
+    if (d.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// conv2d's accumulator runs (ow, o, oh, n) and its output (ow, oh, o, n): no output can
+// host its tiles, so a stored copy of it is tiled. The pooling window's index is bound to
+// a let in its update; seen through it, pooling is a contraction whose one operand is
+// indexed by both tile dims.
+TEST(KilnPlugin, ContractionsWithoutAHostAreTiledInAStoredCopy) {
+  const Halide::Target host = Halide::get_jit_target_from_environment();
+  const as::MachineModel m = as::machine_model(host);
+  LoweredGraph conv = lower_case(find_case("conv2d_wide"));
+  as::SearchResult r = as::schedule_pipeline(conv.pipeline(), host, m);
+  EXPECT_TRUE(any_decision(r, "computed per register tile of a stored copy")) << r.source;
+  EXPECT_NE(r.source.find(".in();"), std::string::npos) << r.source;
+  EXPECT_TRUE(any_decision(r, "1 per column vector, 1 per row, 0 per point")) << r.source;
+  LoweredGraph pool = lower_case(find_case("max_pool2d"));
+  r = as::schedule_pipeline(pool.pipeline(), host, m);
+  EXPECT_TRUE(any_decision(r, "0 per column vector, 0 per row, 1 per point")) << r.source;
+}
 
 TEST(KilnPlugin, ContractionsGetRegisterTilesAndRowsStayInCache) {
   const Halide::Target host = Halide::get_jit_target_from_environment();
@@ -156,6 +180,25 @@ TEST(CostModel, RanksMatmulSchedulesInTheRightOrder) {
   EXPECT_GT(spilling, blocked);
   // Peak is 2 cores x 2 FMA x 8 lanes x 2 flops x 2.5 GHz = 160 GFLOP/s: no plan beats it.
   EXPECT_GE(blocked, 2.0 * 512 * 512 * 512 / m.peak_flops());
+}
+
+// A pooling window (one load per tile point, a max and NaN checks per step) gains
+// nothing from reuse across a tile, and each point's load holds registers: tiles of one
+// vector beat wider ones, which spill, and a ragged edge computed twice costs its share.
+TEST(CostModel, PoolingPrefersNarrowTiles) {
+  as::MachineModel m;
+  as::apply_overrides(m, "cores=2,vector_bits=512,l1=32768,l2=1048576,l3=33554432");
+  as::ContractionShape s{56, 56, 9, 256, 4};
+  s.column_operands = 0, s.row_operands = 0, s.point_operands = 1, s.flops_per_step = 5;
+  auto t = [&](int rows, int vectors) {
+    return as::predict(as::contraction_plan(s, {rows, vectors, 16, 0, 8, true}), m).total_s;
+  };
+  EXPECT_LT(t(8, 1), t(8, 2));
+  EXPECT_LT(t(8, 2), t(8, 3));
+  // Matmul-like operands: the wider tile shares its loads and wins.
+  as::ContractionShape mm{512, 512, 512, 1, 4};
+  EXPECT_LT(as::predict(as::contraction_plan(mm, {6, 2, 16, 0, 1, true}), m).total_s,
+            as::predict(as::contraction_plan(mm, {6, 1, 16, 0, 1, true}), m).total_s);
 }
 
 TEST(MachineModel, DetectedOverriddenAndPrinted) {

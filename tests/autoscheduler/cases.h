@@ -32,6 +32,14 @@ inline std::vector<Case> cases() {
       {"pointwise",
        [](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(in[0] * in[1] + sin(in[0])) - exp(in[1])}; },
        {rand({37, 61}, 7, -2, 2), rand({61}, 8, -2, 2)}},
+      // Wide enough for a tile of several vectors even at AVX-512's 16 lanes, with ragged
+      // edges: conv2d's result is tiled in a stored copy (its output is in another dim
+      // order), the pooling window per tile of its output.
+      {"conv2d_wide",
+       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{conv2d(in[0], in[1], in[2], {1}, {1})}; },
+       {rand({2, 8, 11, 37}, 9, -1, 1), rand({12, 8, 3, 3}, 10, -1, 1), rand({12}, 11, -1, 1)}},
+      {"max_pool2d", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{max_pool2d(in[0], {3}, {2}, {1})}; },
+       {rand({2, 5, 27, 71}, 12, -3, 3)}},
   };
 }
 
