@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/error.h"
 #include "core/log.h"
 
 namespace kiln {
@@ -445,7 +446,44 @@ void materialize(Func f, const Halide::Target& target) {
   }
 }
 
+bool is_cpu_contraction(const StageInfo& s) {
+  return !s.serial && s.func.has_update_definition() && (is_conv_accumulator(s.func) || is_matmul_accumulator(s.func));
+}
+
 }  // namespace
+
+std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
+                                                                   const Halide::Target& target) {
+  KILN_CHECK(!target.has_gpu_feature(), "the CPU contraction rules were asked to schedule for ", target.to_string());
+  std::map<std::string, bool> scheduled;
+  for (const StageInfo& s : lowered.stages) {
+    if (!is_cpu_contraction(s)) continue;
+    schedule_accumulator(s, target, lowered);
+    scheduled[s.func.name()] = false;
+    // Scheduled with it: matmul's packed panels of b, conv2d's padded input.
+    for (const auto& [name, f] : Halide::Internal::find_direct_calls(s.func.function())) {
+      Func callee(f);
+      if (has_prefix(callee, "matmul_b_panel") || is_conv_padded_input(callee)) scheduled[name] = false;
+    }
+    auto host = lowered.epilogue_hosts.find(s.func.name());
+    if (host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, s.func, target)) {
+      scheduled[host->second.func.name()] = false;
+    }
+  }
+  std::set<std::string> stages, outputs;
+  for (const StageInfo& s : lowered.stages) stages.insert(s.func.name());
+  for (const Func& out : lowered.outputs) outputs.insert(out.name());
+  for (Func& f : lowered.contraction_operands) {
+    // Outputs and reductions that feed a contraction are the caller's to schedule.
+    if (scheduled.count(f.name()) || outputs.count(f.name()) || stages.count(f.name())) continue;
+    const bool inlined = lowered.cpu_inline_operands.count(f.name()) > 0;
+    if (!inlined) materialize(f, target);
+    scheduled[f.name()] = inlined;
+    log("schedule", f.name() + (inlined ? ": inlined into the contraction (packed, or a view of stored data)"
+                                        : ": materialized (feeds a contraction)"));
+  }
+  return scheduled;
+}
 
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target) {
   for (const StageInfo& s : lowered.stages) schedule_accumulator(s, target, lowered);

@@ -10,10 +10,22 @@
 
 #include <Halide.h>
 
+#include <map>
+#include <string>
+
 #include "lower/lower_to_halide.h"
 
 namespace kiln {
 
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target);
+
+// Only the default rules' CPU contractions: every matmul and conv2d accumulator with its
+// register tiles, its epilogue host, its packed or padded operands, and the values stored
+// (or inlined) for contractions to read. The Kiln scheduler starts from these, which are
+// written for the microkernel's register budget, and plans the rest of the pipeline
+// around them. Returns what it scheduled, by Func name: true for a Func left inline,
+// false for one with loops of its own.
+std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
+                                                                   const Halide::Target& target);
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 #include "autoscheduler/search.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "lower/default_schedule.h"
 
 namespace kiln {
 
@@ -38,9 +39,13 @@ void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, co
   set_estimates(lowered, sizes);
   const autoschedule::MachineModel machine = autoschedule::machine_model(target);
   log("schedule", "Kiln: machine " + machine.str());
+  // Contractions keep the rules' register tiles and packed operands; the search places
+  // everything else around them (reductions per row of their consumers, pointwise chains
+  // inlined or stored, loop shapes of the outputs).
+  const autoschedule::FixedFuncs fixed = apply_default_cpu_contraction_schedule(lowered, target);
   autoschedule::SearchResult r;
   try {
-    r = autoschedule::schedule_pipeline(lowered.pipeline(), target, machine);
+    r = autoschedule::schedule_pipeline(lowered.pipeline(), target, machine, nullptr, &fixed);
   } catch (const Halide::CompileError& e) {
     // The search only emits directives it knows Halide accepts; a rejection is kiln's bug.
     KILN_INTERNAL_ERROR("the Kiln scheduler made a schedule that Halide rejects: ", e.what());

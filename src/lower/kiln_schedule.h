@@ -20,8 +20,9 @@ struct SizeEstimates {
 // "{0, n0}, {0, n1}, ..." in Halide's dim order (innermost first) for kiln sizes.
 Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes);
 
-// Sets the estimates on the pipeline's inputs and outputs, then schedules it with kiln's
-// CPU search (KILN_LOG=schedule,fusion prints each decision). A GPU target is a
+// Sets the estimates on the pipeline's inputs and outputs, schedules the contractions
+// with the default rules' register tiles (apply_default_cpu_contraction_schedule), then
+// the rest with kiln's CPU search (KILN_LOG=schedule,fusion prints each decision). A GPU target is a
 // kiln::Error: the search plans for CPUs only.
 void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes);
 

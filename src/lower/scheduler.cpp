@@ -28,7 +28,7 @@ SizeEstimates estimates_from(const Graph& graph, const std::vector<Tensor>& exam
 }  // namespace
 
 const std::vector<std::string>& scheduler_names() {
-  static const std::vector<std::string> names = {"default", "Kiln"};
+  static const std::vector<std::string> names = {"default", "Kiln", "rules"};
   return names;
 }
 
@@ -36,12 +36,19 @@ void check_scheduler_name(const std::string& name, const std::string& where) {
   for (const std::string& n : scheduler_names())
     if (n == name) return;
   user_error(where, ": unknown scheduler '", name, "'; the schedulers are ", joined(scheduler_names()),
-             " (default: kiln's rules, Kiln: kiln's autoscheduler, CPU targets only)");
+             " (Kiln: kiln's autoscheduler, CPU targets only; rules: kiln's hand-written rules; default: Kiln on "
+             "a CPU, the rules on a GPU)");
+}
+
+std::string resolve_default_scheduler(const std::string& name, bool gpu_target) {
+  if (name != "default") return name;
+  return gpu_target ? "rules" : "Kiln";
 }
 
 ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph, const std::vector<Tensor>& example_inputs) {
   check_scheduler_name(scheduler, "make_schedule_fn");
-  if (scheduler == "default") return apply_default_schedule;
+  KILN_CHECK(scheduler != "default", "make_schedule_fn needs a resolved scheduler (resolve_default_scheduler)");
+  if (scheduler == "rules") return apply_default_schedule;
   SizeEstimates sizes = estimates_from(graph, example_inputs);
   return [sizes](LoweredGraph& lowered, const Halide::Target& target) { apply_kiln_schedule(lowered, target, sizes); };
 }

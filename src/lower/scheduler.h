@@ -1,7 +1,10 @@
 // The schedulers a compiled graph can use, chosen by name (CompileOptions::scheduler):
-//   "default"  kiln's hand-written rules (lower/default_schedule.h): always valid, instant;
 //   "Kiln"     kiln's autoscheduler (autoscheduler/): a cost-model search planned for the
-//              sizes of the inputs the graph is compiled for; CPU targets only.
+//              sizes of the inputs the graph is compiled for, around the rules' register
+//              tiles for matmul and conv2d; CPU targets only;
+//   "rules"    kiln's hand-written rules (lower/default_schedule.h): always valid, instant,
+//              CPU and CUDA;
+//   "default"  Kiln on a CPU target, the rules on a GPU target.
 #pragma once
 
 #include <string>
@@ -17,7 +20,9 @@ const std::vector<std::string>& scheduler_names();
 // Throws kiln::Error when `name` is not a scheduler; `where` says where it came from
 // ("CompileOptions::scheduler", "KILN_SCHEDULER", ...).
 void check_scheduler_name(const std::string& name, const std::string& where);
-// The schedule that `scheduler` gives `graph` compiled for inputs like `example_inputs`
+// The scheduler that `name` means for a target: "default" resolved, any other name as is.
+std::string resolve_default_scheduler(const std::string& name, bool gpu_target);
+// The schedule that `scheduler` (resolved: "Kiln" or "rules") gives `graph` compiled for inputs like `example_inputs`
 // (concrete tensors; their sizes are what the autoscheduler plans for).
 ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph, const std::vector<Tensor>& example_inputs);
 

@@ -107,28 +107,29 @@ std::optional<std::string> guard_failure(const std::vector<TensorMeta>& metas,
   return std::nullopt;
 }
 
-// The scheduler a compilation uses: the option, else KILN_SCHEDULER, else "default".
-// Kiln plans for CPUs only. Asked for by name, on a GPU target it is an error; set in the
-// environment it is a process-wide preference, so GPU targets keep the default rules.
+// The scheduler a compilation uses: the option, else KILN_SCHEDULER, else "default" (Kiln
+// on a CPU target, the rules on a GPU). Kiln plans for CPUs only. Asked for by name, on a
+// GPU target it is an error; set in the environment it is a process-wide preference, so
+// GPU targets keep the rules.
 std::string resolve_scheduler(const CompileOptions& o, const Halide::Target& target) {
   const bool gpu = target_has_gpu(target);
   if (!o.scheduler.empty()) {
     check_scheduler_name(o.scheduler, o.name + ": CompileOptions::scheduler");
     if (o.scheduler == "Kiln" && gpu) {
       user_error(o.name, ": the Kiln scheduler plans for CPU targets only so far, and target '", o.target,
-                 "' has a GPU; use scheduler \"default\" for it (or a CPU target such as \"host\")");
+                 "' has a GPU; use scheduler \"rules\" or \"default\" for it (or a CPU target such as \"host\")");
     }
-    return o.scheduler;
+    return resolve_default_scheduler(o.scheduler, gpu);
   }
   const char* env = std::getenv("KILN_SCHEDULER");
-  if (!env || !*env) return "default";
+  if (!env || !*env) return resolve_default_scheduler("default", gpu);
   check_scheduler_name(env, "KILN_SCHEDULER");
   if (std::string(env) == "Kiln" && gpu) {
     log("schedule", o.name + ": KILN_SCHEDULER=Kiln plans for CPU targets only; target '" + o.target +
-                        "' keeps kiln's default rules");
-    return "default";
+                        "' keeps kiln's rules");
+    return "rules";
   }
-  return env;
+  return resolve_default_scheduler(env, gpu);
 }
 
 }  // namespace
@@ -158,8 +159,9 @@ Graph trace(const TracedFn& fn, const std::vector<Tensor>& example_inputs,
   return run_graph_passes(g);
 }
 
-Backend halide_backend(const std::string& target, const std::string& scheduler) {
-  check_scheduler_name(scheduler, "halide_backend");
+Backend halide_backend(const std::string& target, const std::string& name) {
+  check_scheduler_name(name, "halide_backend");
+  const std::string scheduler = resolve_default_scheduler(name, target_has_gpu(parse_target(target)));
   return [target, scheduler](Graph& graph, const std::vector<Tensor>& example_inputs) -> CompiledGraphFn {
     auto kernel = std::make_shared<Kernel>(graph, parse_target(target), make_schedule_fn(scheduler, graph, example_inputs));
     return [kernel](const std::vector<Tensor>& in) { return kernel->run(in); };

@@ -35,11 +35,12 @@ struct CompileOptions {
   std::string target = "host";
   // Empty: kiln's compiler (one Halide pipeline, scheduled as `scheduler` says, JIT).
   Backend backend;
-  // Who schedules that pipeline (kiln's own backend only): "default" (kiln's rules) or
-  // "Kiln" (kiln's autoscheduler, planning for the sizes of the call that compiles; CPU
-  // targets only: with a GPU target it is a kiln::Error). Empty: the environment's
-  // KILN_SCHEDULER=default|Kiln, else "default"; a GPU target keeps the default rules
-  // when Kiln comes from the environment (KILN_LOG=schedule notes it).
+  // Who schedules that pipeline (kiln's own backend only): "Kiln" (kiln's autoscheduler,
+  // planning for the sizes of the call that compiles; CPU targets only: with a GPU target
+  // it is a kiln::Error), "rules" (kiln's hand-written rules) or "default" (Kiln on a CPU
+  // target, the rules on a GPU). Empty: the environment's KILN_SCHEDULER=default|Kiln|rules,
+  // else "default"; a GPU target keeps the rules when Kiln comes from the environment
+  // (KILN_LOG=schedule notes it).
   std::string scheduler;
   // Every dimension of every input is dynamic...
   bool dynamic = false;
@@ -52,7 +53,7 @@ struct CompileOptions {
 };
 
 // kiln's own backend for a target, with a scheduler named as in CompileOptions::scheduler
-// ("default" or "Kiln").
+// ("default", "Kiln" or "rules").
 Backend halide_backend(const std::string& target = "host", const std::string& scheduler = "default");
 // The seed's debug_backend: prints the graph, writes it as Graphviz to `dot_path` (if not
 // empty), and runs it with the eager interpreter.

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/log_capture.h"
+#include "lower/scheduler.h"
 #include "kiln.h"
 #include "models/models.h"
 
@@ -48,7 +49,7 @@ CompileOptions with_scheduler(const std::string& scheduler) {
 void expect_kiln_matches(const TensorFn& fn, const std::vector<Tensor>& inputs, double rtol = 1e-4,
                          double atol = 1e-5) {
   const std::vector<Tensor> eager = fn(inputs);
-  const std::vector<Tensor> with_default = compile(fn, with_scheduler("default"))(inputs);
+  const std::vector<Tensor> with_default = compile(fn, with_scheduler("rules"))(inputs);
   std::vector<Tensor> with_kiln;
   const std::string log = logged("schedule", [&] { with_kiln = compile(fn, with_scheduler("Kiln"))(inputs); });
   EXPECT_TRUE(mentions(log, "Kiln: predicted")) << log;
@@ -144,7 +145,7 @@ TEST(KilnScheduler, UnknownSchedulerListsTheValidOnes) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_TRUE(mentions(msg, "'Adams2019'")) << msg;
-    EXPECT_TRUE(mentions(msg, "default, Kiln")) << msg;
+    EXPECT_TRUE(mentions(msg, "default, Kiln, rules")) << msg;
   }
 }
 
@@ -159,18 +160,22 @@ TEST(KilnScheduler, GpuTargetIsAnErrorWhenAskedForByName) {
   }
 }
 
-TEST(KilnScheduler, EnvironmentChoosesTheDefault) {
+TEST(KilnScheduler, EnvironmentChoosesTheScheduler) {
   auto fn = [](const Tensor& x) { return softmax(x, -1); };
   Tensor x = randn({9, 40}, 19);
   {
-    ScopedEnv env("KILN_SCHEDULER", "Kiln");
+    ScopedEnv env("KILN_SCHEDULER", "rules");
     Tensor out;
     const std::string log = logged("schedule", [&] { out = compile(fn)(x); });
-    EXPECT_TRUE(mentions(log, "Kiln: predicted")) << log;
+    EXPECT_FALSE(mentions(log, "Kiln: predicted")) << log;
     EXPECT_TRUE(allclose(out, fn(x), 1e-5, 1e-6));
     // The option still wins over the environment.
-    EXPECT_FALSE(mentions(logged("schedule", [&] { compile(fn, with_scheduler("default"))(x); }), "Kiln: predicted"));
-    // A GPU target keeps the default rules instead of failing.
+    EXPECT_TRUE(mentions(logged("schedule", [&] { compile(fn, with_scheduler("Kiln"))(x); }), "Kiln: predicted"));
+  }
+  {
+    ScopedEnv env("KILN_SCHEDULER", "Kiln");
+    EXPECT_FALSE(mentions(logged("schedule", [&] { compile(fn, with_scheduler("rules"))(x); }), "Kiln: predicted"));
+    // A GPU target keeps the rules instead of failing.
     CompileOptions cuda;
     cuda.target = "host-cuda";
     EXPECT_NO_THROW(compile(fn, cuda));
@@ -182,11 +187,25 @@ TEST(KilnScheduler, EnvironmentChoosesTheDefault) {
       FAIL() << "KILN_SCHEDULER=fast was accepted";
     } catch (const Error& e) {
       EXPECT_TRUE(mentions(e.what(), "KILN_SCHEDULER")) << e.what();
-      EXPECT_TRUE(mentions(e.what(), "default, Kiln")) << e.what();
+      EXPECT_TRUE(mentions(e.what(), "default, Kiln, rules")) << e.what();
     }
   }
+}
+
+// Neither the option nor the environment: Kiln schedules CPU compilations; "default"
+// asked for by name is the same, and on a GPU target it means the rules.
+TEST(KilnScheduler, IsTheDefaultForCpuTargets) {
+  auto fn = [](const Tensor& x) { return softmax(x, -1); };
+  Tensor x = randn({9, 40}, 19);
   ScopedEnv unset("KILN_SCHEDULER", std::nullopt);
-  EXPECT_FALSE(mentions(logged("schedule", [&] { compile(fn)(x); }), "Kiln: predicted"));
+  EXPECT_TRUE(mentions(logged("schedule", [&] { compile(fn)(x); }), "Kiln: predicted"));
+  EXPECT_TRUE(mentions(logged("schedule", [&] { compile(fn, with_scheduler("default"))(x); }), "Kiln: predicted"));
+  EXPECT_EQ(resolve_default_scheduler("default", /*gpu_target=*/true), "rules");
+  EXPECT_EQ(resolve_default_scheduler("default", /*gpu_target=*/false), "Kiln");
+  EXPECT_EQ(resolve_default_scheduler("rules", /*gpu_target=*/false), "rules");
+  CompileOptions cuda = with_scheduler("default");
+  cuda.target = "host-cuda";
+  EXPECT_NO_THROW(compile(fn, cuda));
 }
 
 }  // namespace
