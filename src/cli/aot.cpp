@@ -11,7 +11,8 @@ namespace kiln::cli {
 namespace {
 const char* kAotOptions =
     "options: -o DIR (required), --target host|host-cuda|<Halide target> (default host), "
-    "--name C_IDENTIFIER (default: the model's name), --embed-weights";
+    "--name C_IDENTIFIER (default: the model's name), --embed-weights, --scheduler default|Kiln|rules "
+    "(default: Kiln for a CPU target, the rules for CUDA)";
 
 std::string known_models() {
   std::string s;
@@ -30,6 +31,7 @@ int aot(const std::vector<std::string>& args) {
     else if (a == "--target" && has_value) target = args[++i];
     else if (a == "--name" && has_value) name = args[++i];
     else if (a == "--embed-weights") options.weights = AotWeights::Embedded;
+    else if (a == "--scheduler" && has_value) options.scheduler = args[++i];
     else if (!a.empty() && a[0] != '-' && model.empty()) model = a;
     else user_error("aot: unexpected argument '", a, "'; usage: kiln aot <model> -o DIR; ", kAotOptions);
   }

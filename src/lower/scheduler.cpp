@@ -1,6 +1,9 @@
 #include "lower/scheduler.h"
 
+#include <functional>
+
 #include "core/error.h"
+#include "core/log.h"
 #include "graph/interpreter.h"
 #include "lower/default_schedule.h"
 #include "lower/kiln_schedule.h"
@@ -25,6 +28,34 @@ SizeEstimates estimates_from(const Graph& graph, const std::vector<Tensor>& exam
   return e;
 }
 
+// Without inputs: the placeholders' own sizes, a guess for the dynamic ones.
+SizeEstimates estimates_from(const Graph& graph) {
+  SymbolSizes symbols;
+  SizeEstimates e;
+  for (const TensorMeta& m : graph.input_metas()) {
+    for (int d = 0; d < m.shape.rank(); ++d) {
+      const Dim& dim = m.shape[d];
+      if (dim.is_static() || symbols.count(dim.sym)) continue;
+      symbols[dim.sym] = kDynamicDimEstimate;
+      log("schedule", "Kiln: dynamic dim " + dim.sym + " has no example size; planning for " +
+                          std::to_string(kDynamicDimEstimate));
+    }
+    e.inputs.push_back(concretize(m.shape, symbols));
+  }
+  for (const TensorMeta& m : graph.output_metas()) e.outputs.push_back(concretize(m.shape, symbols));
+  return e;
+}
+
+// `sizes` is called only for Kiln (the rules plan for no sizes).
+ScheduleFn schedule_fn(const std::string& scheduler, const std::function<SizeEstimates()>& sizes) {
+  check_scheduler_name(scheduler, "make_schedule_fn");
+  KILN_CHECK(scheduler != "default", "make_schedule_fn needs a resolved scheduler (resolve_default_scheduler)");
+  if (scheduler == "rules") return apply_default_schedule;
+  return [estimates = sizes()](LoweredGraph& lowered, const Halide::Target& target) {
+    apply_kiln_schedule(lowered, target, estimates);
+  };
+}
+
 }  // namespace
 
 const std::vector<std::string>& scheduler_names() {
@@ -46,11 +77,11 @@ std::string resolve_default_scheduler(const std::string& name, bool gpu_target) 
 }
 
 ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph, const std::vector<Tensor>& example_inputs) {
-  check_scheduler_name(scheduler, "make_schedule_fn");
-  KILN_CHECK(scheduler != "default", "make_schedule_fn needs a resolved scheduler (resolve_default_scheduler)");
-  if (scheduler == "rules") return apply_default_schedule;
-  SizeEstimates sizes = estimates_from(graph, example_inputs);
-  return [sizes](LoweredGraph& lowered, const Halide::Target& target) { apply_kiln_schedule(lowered, target, sizes); };
+  return schedule_fn(scheduler, [&] { return estimates_from(graph, example_inputs); });
+}
+
+ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph) {
+  return schedule_fn(scheduler, [&] { return estimates_from(graph); });
 }
 
 }  // namespace kiln

@@ -25,5 +25,9 @@ std::string resolve_default_scheduler(const std::string& name, bool gpu_target);
 // The schedule that `scheduler` (resolved: "Kiln" or "rules") gives `graph` compiled for inputs like `example_inputs`
 // (concrete tensors; their sizes are what the autoscheduler plans for).
 ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph, const std::vector<Tensor>& example_inputs);
+// The same without example inputs (ahead-of-time export): the graph's static sizes, and
+// kDynamicDimEstimate for a dynamic dim (KILN_LOG=schedule says so).
+constexpr int64_t kDynamicDimEstimate = 256;
+ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph);
 
 }  // namespace kiln

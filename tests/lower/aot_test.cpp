@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/log_capture.h"
 #include "graph/passes/lift_constants.h"
 #include "kiln.h"
 
@@ -67,6 +68,30 @@ TEST(Aot, EmbeddedWeightsLeaveOnlyInputsAndOutputs) {
   EXPECT_EQ(a.arguments.size(), 2u);
   EXPECT_TRUE(a.weights.empty());
   EXPECT_FALSE(std::filesystem::exists(dir + "/affine_embedded.weights"));
+}
+
+// Kiln schedules a CPU export unless the rules are asked for, planning for the graph's
+// own sizes; the stmt file shows the schedule that was compiled.
+TEST(Aot, KilnSchedulesCpuExportsByDefault) {
+  std::string dir = ::testing::TempDir() + "kiln_aot_scheduler";
+  const std::string with_kiln = kiln::testing::logged("schedule", [&] { compile_aot(affine_graph(), "host", dir, "affine_kiln"); });
+  EXPECT_NE(with_kiln.find("Kiln: predicted"), std::string::npos) << with_kiln;
+  AotOptions rules;
+  rules.scheduler = "rules";
+  const std::string with_rules =
+      kiln::testing::logged("schedule", [&] { compile_aot(affine_graph(), "host", dir, "affine_rules", rules); });
+  EXPECT_EQ(with_rules.find("Kiln: predicted"), std::string::npos) << with_rules;
+  AotOptions bad;
+  bad.scheduler = "fastest";
+  try {
+    compile_aot(affine_graph(), "host", dir, "affine_bad", bad);
+    FAIL() << "an unknown scheduler was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("AotOptions::scheduler"), std::string::npos) << e.what();
+  }
+  AotOptions kiln_cuda;
+  kiln_cuda.scheduler = "Kiln";
+  EXPECT_THROW(compile_aot(affine_graph(), "host-cuda", dir, "affine_cuda", kiln_cuda), Error);
 }
 
 TEST(Aot, BadRequestsAreUserErrors) {
