@@ -15,7 +15,9 @@
 
 // Written by kiln_autoscheduler_emit at build time.
 #include "kiln_as_conv2d.schedule.h"
+#include "kiln_as_conv2d_wide.schedule.h"
 #include "kiln_as_matmul.schedule.h"
+#include "kiln_as_max_pool2d.schedule.h"
 #include "kiln_as_pointwise.schedule.h"
 #include "kiln_as_softmax.schedule.h"
 
@@ -120,7 +122,9 @@ TEST(KilnPlugin, EmittedSourceCompilesAndSchedulesAgain) {
       {"matmul", apply_schedule_kiln_as_matmul},
       {"softmax", apply_schedule_kiln_as_softmax},
       {"conv2d", apply_schedule_kiln_as_conv2d},
-      {"pointwise", apply_schedule_kiln_as_pointwise}};
+      {"pointwise", apply_schedule_kiln_as_pointwise},
+      {"conv2d_wide", apply_schedule_kiln_as_conv2d_wide},  // a stored copy tiled: Func::in()
+      {"max_pool2d", apply_schedule_kiln_as_max_pool2d}};
   for (const auto& [name, apply] : files) {
     const Case& c = find_case(name);
     LoweredGraph l = lower_case(c);
