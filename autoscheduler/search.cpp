@@ -654,12 +654,30 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
                                          const MachineModel& machine, int n) {
   Search s(pipeline, target, machine, nullptr);
   const SearchResult best = s.run();
-  std::vector<Candidate> out = {{best.knobs, best.predicted_s}};
-  for (const Alternative& a : s.alternatives) {
-    Candidate c{best.knobs, best.predicted_s + a.extra_s};
+  auto with = [&](Candidate c, const Alternative& a) {
     if (a.is_tile) c.knobs.tiles[stable_name(a.func)] = a.tiling;
     else c.knobs.bands[stable_name(a.func)] = a.band;
-    out.push_back(c);
+    c.predicted_s += a.extra_s;
+    return c;
+  };
+  const Candidate chosen{best.knobs, best.predicted_s};
+  std::vector<Candidate> out = {chosen};
+  for (const Alternative& a : s.alternatives) out.push_back(with(chosen, a));
+  // Two knobs of different decisions at once, from each decision's best runner-ups: each
+  // stage's cost depends on its own knob only, so the prediction is still exact.
+  constexpr size_t kPairedPerDecision = 3;
+  std::map<std::string, size_t> taken;
+  std::vector<const Alternative*> leading;
+  std::vector<const Alternative*> sorted;
+  for (const Alternative& a : s.alternatives) sorted.push_back(&a);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Alternative* a, const Alternative* b) { return a->extra_s < b->extra_s; });
+  for (const Alternative* a : sorted) {
+    if (taken[a->func]++ < kPairedPerDecision) leading.push_back(a);
+  }
+  for (size_t i = 0; i < leading.size(); ++i) {
+    for (size_t j = i + 1; j < leading.size(); ++j) {
+      if (leading[i]->func != leading[j]->func) out.push_back(with(with(chosen, *leading[i]), *leading[j]));
+    }
   }
   // The cost model's choice stays first even where a runner-up ties it.
   std::stable_sort(out.begin() + 1, out.end(),

@@ -70,7 +70,8 @@ struct Candidate {
 
 // Up to `n` candidates, best predicted first: the cost model's choice, then the choice
 // with one knob replaced by a runner-up of that decision (another register tiling, another
-// task size). Only one knob varies at a time, so predictions stay exact sums of the
+// task size), or two knobs of different decisions replaced by their leading runner-ups.
+// Each stage's cost depends on its own knob only, so predictions stay exact sums of the
 // stages' costs. Schedules `pipeline` while searching: pass a throwaway copy.
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                          const MachineModel& machine, int n);

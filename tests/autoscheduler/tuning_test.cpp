@@ -46,6 +46,48 @@ TEST(Tuning, RankedCandidatesStartWithTheCostModelsChoice) {
   EXPECT_EQ(as::ranked_candidates(fresh("matmul"), host(), machine(), 2).size(), 2u);
 }
 
+// A pipeline of two decisions (matmul's register tiling and softmax's rows per task, two
+// outputs): some candidates change both knobs, predicted as the sum of the two changes.
+// A pipeline of two decisions (matmul's register tiling and softmax's rows per task, two
+// outputs): some candidates change both knobs, predicted as the sum of the two changes,
+// which applying their knobs reproduces.
+static Halide::Pipeline two_decisions() {
+  static std::vector<Halide::ImageParam> keep;  // the ImageParams outlive the pipeline's use
+  Halide::ImageParam a(Halide::Float(32), 2, "a"), b(Halide::Float(32), 2, "b"), x(Halide::Float(32), 2, "x");
+  keep.insert(keep.end(), {a, b, x});
+  Halide::Var i("i"), j("j");
+  Halide::RDom k(0, 256, "k"), r(0, 512, "r");
+  Halide::Func mm("mm_acc"), prod("prod"), mx("row_max"), soft("soft");
+  mm(i, j) = 0.0f;
+  mm(i, j) += a(k, j) * b(i, k);
+  prod(i, j) = mm(i, j);
+  mx(j) = Halide::Float(32).min();
+  mx(j) = Halide::max(mx(j), x(r, j));
+  soft(i, j) = Halide::exp(x(i, j) - mx(j));
+  a.set_estimates({{0, 256}, {0, 256}});
+  b.set_estimates({{0, 256}, {0, 256}});
+  x.set_estimates({{0, 512}, {0, 512}});
+  prod.set_estimates({{0, 256}, {0, 256}});
+  soft.set_estimates({{0, 512}, {0, 512}});
+  return Halide::Pipeline({prod, soft});
+}
+
+TEST(Tuning, CandidatesVaryTwoKnobsAtOnce) {
+  const std::vector<as::Candidate> c = as::ranked_candidates(two_decisions(), host(), machine(), 200);
+  ASSERT_GE(c.size(), 3u);
+  ASSERT_EQ(c[0].knobs.tiles.size(), 1u);
+  ASSERT_EQ(c[0].knobs.bands.size(), 1u);
+  const as::Candidate* both = nullptr;
+  for (const as::Candidate& cand : c) {
+    if (!both && !(cand.knobs.tiles == c[0].knobs.tiles) && !(cand.knobs.bands == c[0].knobs.bands)) both = &cand;
+    EXPECT_GE(cand.predicted_s, c[0].predicted_s * 0.999);
+  }
+  ASSERT_NE(both, nullptr) << c.size() << " candidates, none changing both knobs";
+  const as::SearchResult r = as::schedule_pipeline(two_decisions(), host(), machine(), &both->knobs);
+  EXPECT_TRUE(r.knobs == both->knobs) << r.knobs.str() << " vs " << both->knobs.str();
+  EXPECT_NEAR(r.predicted_s, both->predicted_s, 1e-9 + 1e-9 * both->predicted_s);
+}
+
 TEST(Tuning, KnobsAppliedAgainReproduceTheCandidate) {
   for (const std::string g : {"matmul", "softmax"}) {
     const std::vector<as::Candidate> c = as::ranked_candidates(fresh(g), host(), machine(), 4);
