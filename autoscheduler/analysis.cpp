@@ -285,4 +285,31 @@ PipelineInfo analyze(const Pipeline& pipeline) {
   return info;
 }
 
+std::set<std::string> InlineView::effective_consumers(const FuncInfo& f) const {
+  std::set<std::string> out;
+  for (const auto& [caller, n] : f.callers) {
+    if (inlined(caller)) {
+      for (const std::string& c : effective_consumers(info.at(caller))) out.insert(c);
+    } else {
+      out.insert(caller);
+    }
+  }
+  return out;
+}
+
+double InlineView::inline_evaluations(const FuncInfo& f) const {
+  double evals = 0;
+  for (const auto& [caller, n] : f.callers) {
+    const FuncInfo& c = info.at(caller);
+    if (inlined(caller)) {
+      evals += n * evaluations.at(caller);
+      continue;
+    }
+    auto u = c.calls_in_update.find(f.name);
+    const double in_update = u == c.calls_in_update.end() ? 0 : double(u->second);
+    evals += (n - in_update) * c.points() + in_update * c.points() * c.reduction_trips();
+  }
+  return std::max(evals, 1.0);
+}
+
 }  // namespace kiln::autoschedule

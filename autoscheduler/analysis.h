@@ -5,7 +5,9 @@
 
 #include <Halide.h>
 
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,5 +61,18 @@ struct PipelineInfo {
 constexpr int64_t kDefaultExtent = 256;
 
 PipelineInfo analyze(const Halide::Pipeline& pipeline);
+
+// Placement questions both searches (CPU and GPU) ask while deciding, consumers first.
+// `inlined` says whether a Func already placed was inlined; `evaluations` holds, for each
+// inlined Func, how often each of its points is evaluated.
+struct InlineView {
+  const PipelineInfo& info;
+  std::function<bool(const std::string&)> inlined;
+  const std::map<std::string, double>& evaluations;
+  // The Funcs that compute `f`'s values: its callers, seen through inlined callers.
+  std::set<std::string> effective_consumers(const FuncInfo& f) const;
+  // How many times each point of `f` would be evaluated if it were inlined.
+  double inline_evaluations(const FuncInfo& f) const;
+};
 
 }  // namespace kiln::autoschedule

@@ -78,9 +78,9 @@ std::string db_path_for(const std::map<std::string, std::string>& params) {
 ScheduleOutcome autoschedule(const Halide::Pipeline& pipeline, const Halide::Target& target,
                              const std::map<std::string, std::string>& params) {
   const auto start = std::chrono::steady_clock::now();
-  if (target.has_gpu_feature()) {
-    user_error("the Kiln autoscheduler schedules CPU targets only so far; target ", target.to_string(),
-               " has a GPU feature (use kiln's default rules, Anderson2021, Li2018 or Mullapudi2016 for GPUs)");
+  if (target.has_gpu_feature() && !target.has_feature(Halide::Target::CUDA)) {
+    user_error("the Kiln autoscheduler plans CPU and CUDA targets; target ", target.to_string(),
+               " has another GPU API (use Anderson2021, Li2018 or Mullapudi2016 for it)");
   }
   const MachineModel machine = machine_for(target, params);
   const std::string path = db_path_for(params);

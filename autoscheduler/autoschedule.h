@@ -33,7 +33,7 @@ MachineModel machine_for(const Halide::Target& target, const std::map<std::strin
 // The database path the parameters select, or "" for db=none.
 std::string db_path_for(const std::map<std::string, std::string>& params);
 
-// Schedules `pipeline` (CPU targets only: a GPU target is a kiln::Error).
+// Schedules `pipeline` for a CPU or CUDA target (another GPU API is a kiln::Error).
 ScheduleOutcome autoschedule(const Halide::Pipeline& pipeline, const Halide::Target& target,
                              const std::map<std::string, std::string>& params);
 

@@ -1,5 +1,6 @@
 #include "machine_model.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -74,6 +75,14 @@ const std::map<std::string, Setter>& setters() {
       {"smem_per_block", [](MachineModel& m, double v) { m.smem_per_block = int64_t(v); }},
       {"regs_per_sm", [](MachineModel& m, double v) { m.regs_per_sm = int(v); }},
       {"gpu_dram_gbps", [](MachineModel& m, double v) { m.gpu_dram_gbps = v; }},
+      {"gpu_ghz", [](MachineModel& m, double v) { m.gpu_ghz = v; }},
+      {"gpu_fp32_lanes", [](MachineModel& m, double v) { m.gpu_fp32_lanes = int(v); }},
+      {"gpu_threads_per_sm", [](MachineModel& m, double v) { m.gpu_threads_per_sm = int(v); }},
+      {"gpu_smem_per_sm", [](MachineModel& m, double v) { m.gpu_smem_per_sm = int64_t(v); }},
+      {"gpu_l2_gbps", [](MachineModel& m, double v) { m.gpu_l2_gbps = v; }},
+      {"gpu_dram_latency", [](MachineModel& m, double v) { m.gpu_dram_latency = v; }},
+      {"gpu_l2_latency", [](MachineModel& m, double v) { m.gpu_l2_latency = v; }},
+      {"launch_us", [](MachineModel& m, double v) { m.launch_us = v; }},
   };
   return s;
 }
@@ -90,6 +99,8 @@ int MachineModel::lanes(const Halide::Type& t) const { return std::max(1, vector
 
 double MachineModel::peak_flops() const { return double(cores) * fma_units * (vector_bits / 32) * 2.0 * ghz * 1e9; }
 
+double MachineModel::gpu_peak_flops() const { return double(sm_count) * gpu_fp32_lanes * 2.0 * gpu_ghz * 1e9; }
+
 std::string MachineModel::str() const {
   std::ostringstream o;
   o << "cores=" << cores << " vector_bits=" << vector_bits << " fma_units=" << fma_units
@@ -97,7 +108,11 @@ std::string MachineModel::str() const {
     << " l2=" << l2 << " l3=" << l3 << " l1_gbps=" << l1_gbps << " l2_gbps=" << l2_gbps
     << " l3_gbps=" << l3_gbps << " dram_gbps=" << dram_gbps << " task_us=" << task_us
     << " sm_count=" << sm_count << " smem_per_block=" << smem_per_block << " regs_per_sm=" << regs_per_sm
-    << " gpu_dram_gbps=" << gpu_dram_gbps << " (peak " << peak_flops() / 1e9 << " GFLOP/s f32)";
+    << " gpu_dram_gbps=" << gpu_dram_gbps << " gpu_ghz=" << gpu_ghz << " gpu_fp32_lanes=" << gpu_fp32_lanes
+    << " gpu_threads_per_sm=" << gpu_threads_per_sm << " gpu_smem_per_sm=" << gpu_smem_per_sm
+    << " gpu_l2_gbps=" << gpu_l2_gbps << " gpu_dram_latency=" << gpu_dram_latency
+    << " gpu_l2_latency=" << gpu_l2_latency << " launch_us=" << launch_us << " (peak " << peak_flops() / 1e9
+    << " GFLOP/s f32)";
   return o.str();
 }
 
@@ -123,19 +138,69 @@ void apply_overrides(MachineModel& m, const std::string& spec) {
   }
 }
 
-// sm_80 (A100): 108 SMs, 48 KiB of shared memory per block without opting in (up to
-// 163 KiB with it), 64K registers per SM, 1.5 TB/s. sm_90 (H100 SXM): 132 SMs, the same
-// 48 KiB default (227 KiB opted in), 64K registers, 3.35 TB/s.
+// sm_80 (A100 SXM): 108 SMs of 64 f32 lanes at 1.41 GHz, 48 KiB of shared memory per
+// block without opting in (164 KiB per SM), 64K registers and 2048 threads per SM,
+// 1.5 TB/s of DRAM. sm_90 (H100 SXM; an H200 has the same SMs and 4.8 TB/s, which
+// KILN_MACHINE=gpu_dram_gbps=4800 says): 132 SMs of 128 f32 lanes at 1.98 GHz, 228 KiB
+// of shared memory per SM, 3.35 TB/s. Latencies are in SM cycles, from published
+// microbenchmarks (L2 hit ~260-300; DRAM ~500 ns under load, 800 cycles on an A100 and
+// 1000 on an H100). Where a CUDA driver and GPU are present, machine_model() reads the
+// SM count, clocks, memory bus and per-SM limits off the device instead.
 void set_gpu_defaults(MachineModel& m, int cuda_capability) {
   m.smem_per_block = 48 << 10;
   m.regs_per_sm = 65536;
+  m.gpu_threads_per_sm = 2048;
+  m.gpu_dram_latency = cuda_capability >= 90 ? 1000 : 800;
+  m.gpu_l2_latency = 300;
+  m.launch_us = 5;
   if (cuda_capability >= 90) {
     m.sm_count = 132;
     m.gpu_dram_gbps = 3350;
+    m.gpu_ghz = 1.98;
+    m.gpu_fp32_lanes = 128;
+    m.gpu_smem_per_sm = 228 << 10;
+    m.gpu_l2_gbps = 10000;
   } else {
     m.sm_count = 108;
     m.gpu_dram_gbps = 1555;
+    m.gpu_ghz = 1.41;
+    m.gpu_fp32_lanes = 64;
+    m.gpu_smem_per_sm = 164 << 10;
+    m.gpu_l2_gbps = 5000;
   }
+}
+
+// The first CUDA device's attributes, read through the driver (libcuda.so.1, opened at
+// run time, so kiln needs no CUDA to build or to run on a machine without a GPU). False,
+// and `m` untouched, where there is no driver or no device. Attribute numbers are the
+// driver API's CUdevice_attribute values.
+static bool detect_gpu(MachineModel& m) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return false;
+  using InitFn = int (*)(unsigned);
+  using GetFn = int (*)(int*, int);
+  using AttrFn = int (*)(int*, int, int);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
+  auto get = reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet"));
+  auto attr = reinterpret_cast<AttrFn>(dlsym(lib, "cuDeviceGetAttribute"));
+  int dev = 0;
+  if (!init || !get || !attr || init(0) != 0 || get(&dev, 0) != 0) return false;
+  auto read = [&](int a) {
+    int v = 0;
+    return attr(&v, a, dev) == 0 ? v : 0;
+  };
+  const int major = read(75), minor = read(76);
+  if (major <= 0) return false;
+  set_gpu_defaults(m, major * 10 + minor);
+  if (int v = read(16); v > 0) m.sm_count = v;
+  if (int v = read(13); v > 0) m.gpu_ghz = v / 1e6;
+  if (int v = read(8); v > 0) m.smem_per_block = v;
+  if (int v = read(39); v > 0) m.gpu_threads_per_sm = v;
+  if (int v = read(81); v > 0) m.gpu_smem_per_sm = v;
+  if (int v = read(82); v > 0) m.regs_per_sm = v;
+  const int mem_khz = read(36), bus_bits = read(37);
+  if (mem_khz > 0 && bus_bits > 0) m.gpu_dram_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+  return true;
 }
 
 // CPU defaults where nothing is detected: one core, a 2.5 GHz core with two vector FMA
@@ -157,6 +222,29 @@ MachineModel machine_model(const Halide::Target& target) {
   }
   detect_caches(m);
   set_gpu_defaults(m, target.has_feature(Halide::Target::CUDA) ? target.get_cuda_capability_lower_bound() : 80);
+  if (target.has_feature(Halide::Target::CUDA)) {
+    // The GPU this process can see, once per process.
+    static const std::pair<bool, MachineModel> gpu = [] {
+      MachineModel g;
+      const bool found = detect_gpu(g);
+      return std::pair{found, g};
+    }();
+    if (gpu.first) {
+      const MachineModel& g = gpu.second;
+      m.sm_count = g.sm_count;
+      m.smem_per_block = g.smem_per_block;
+      m.regs_per_sm = g.regs_per_sm;
+      m.gpu_dram_gbps = g.gpu_dram_gbps;
+      m.gpu_ghz = g.gpu_ghz;
+      m.gpu_fp32_lanes = g.gpu_fp32_lanes;
+      m.gpu_threads_per_sm = g.gpu_threads_per_sm;
+      m.gpu_smem_per_sm = g.gpu_smem_per_sm;
+      m.gpu_l2_gbps = g.gpu_l2_gbps;
+      m.gpu_dram_latency = g.gpu_dram_latency;
+      m.gpu_l2_latency = g.gpu_l2_latency;
+      m.launch_us = g.launch_us;
+    }
+  }
   if (const char* env = std::getenv("KILN_MACHINE")) apply_overrides(m, env);
   return m;
 }

@@ -6,7 +6,8 @@
 //
 // Keys (sizes in bytes, rates per second as noted): cores, vector_bits, fma_units,
 // load_ports, registers, ghz, l1, l2, l3, l1_gbps, l2_gbps, l3_gbps, dram_gbps,
-// task_us; GPU: sm_count, smem_per_block, regs_per_sm, gpu_dram_gbps.
+// task_us; GPU: sm_count, smem_per_block, regs_per_sm, gpu_dram_gbps, gpu_ghz, gpu_fp32_lanes,
+// gpu_threads_per_sm, gpu_smem_per_sm, gpu_l2_gbps, gpu_dram_latency, gpu_l2_latency, launch_us.
 // CPU values come from the Halide target (SIMD width), sysconf (cores) and
 // /sys/devices/system/cpu/cpu0/cache (cache sizes) at run time; what cannot be read takes
 // the defaults documented in machine_model.cpp.
@@ -34,16 +35,26 @@ struct MachineModel {
   double dram_gbps = 20;                             // whole socket
   double task_us = 2.0;                              // cost of one parallel task (spawn, join)
 
-  // GPU (used once the GPU search lands; defaults for sm_80, see machine_model.cpp).
+  // GPU (CUDA targets; defaults by compute capability, see set_gpu_defaults).
   int sm_count = 108;
-  int64_t smem_per_block = 48 << 10;
+  int64_t smem_per_block = 48 << 10;  // without opting in to more
   int regs_per_sm = 65536;
   double gpu_dram_gbps = 1555;
+  double gpu_ghz = 1.41;           // SM clock under load
+  int gpu_fp32_lanes = 64;         // f32 FMA lanes per SM
+  int gpu_threads_per_sm = 2048;   // resident threads per SM
+  int64_t gpu_smem_per_sm = 164 << 10;
+  double gpu_l2_gbps = 5000;       // L2 to SMs, whole GPU
+  double gpu_dram_latency = 800;   // cycles of a load that misses L2
+  double gpu_l2_latency = 300;     // cycles of a load that hits L2
+  double launch_us = 5;            // host-side cost of one kernel launch (Halide's runtime included)
 
   // Lanes of one vector of `t` (at least 1).
   int lanes(const Halide::Type& t) const;
   // Peak FLOP/s of the whole CPU: cores x FMA units x lanes of f32 x 2 flops x clock.
   double peak_flops() const;
+  // Peak f32 FLOP/s of the GPU: SMs x FMA lanes x 2 flops x clock.
+  double gpu_peak_flops() const;
   // "cores=2 vector_bits=256 ..." in KILN_MACHINE's key=value form.
   std::string str() const;
 };
@@ -53,7 +64,7 @@ struct MachineModel {
 MachineModel machine_model(const Halide::Target& target);
 // Applies "key=value,key=value" overrides to `m` (the parser behind KILN_MACHINE).
 void apply_overrides(MachineModel& m, const std::string& spec);
-// GPU defaults for a CUDA compute capability (80: A100, 90: H100; others take sm_80's).
+// GPU defaults for a CUDA compute capability (80: A100, 90: H100/H200; others take sm_80's).
 void set_gpu_defaults(MachineModel& m, int cuda_capability);
 
 }  // namespace kiln::autoschedule

@@ -81,6 +81,38 @@ StageWriter& StageWriter::parallel(const std::string& v) {
   return *this;
 }
 
+std::string StageWriter::var_list(const std::vector<std::string>& vars) {
+  KILN_CHECK(!vars.empty() && vars.size() <= 3, "a GPU loop nest has one to three block or thread dims, not ",
+             vars.size());
+  std::string args;
+  for (const std::string& v : vars) args += (args.empty() ? "" : ", ") + w_->var_ref(v);
+  return args;
+}
+
+StageWriter& StageWriter::gpu_blocks(const std::vector<std::string>& v) {
+  const std::string args = var_list(v);
+  if (v.size() == 1) stage_.gpu_blocks(var(v[0]));
+  if (v.size() == 2) stage_.gpu_blocks(var(v[0]), var(v[1]));
+  if (v.size() == 3) stage_.gpu_blocks(var(v[0]), var(v[1]), var(v[2]));
+  emit("gpu_blocks(" + args + ")");
+  return *this;
+}
+
+StageWriter& StageWriter::gpu_threads(const std::vector<std::string>& v) {
+  const std::string args = var_list(v);
+  if (v.size() == 1) stage_.gpu_threads(var(v[0]));
+  if (v.size() == 2) stage_.gpu_threads(var(v[0]), var(v[1]));
+  if (v.size() == 3) stage_.gpu_threads(var(v[0]), var(v[1]), var(v[2]));
+  emit("gpu_threads(" + args + ")");
+  return *this;
+}
+
+StageWriter& StageWriter::gpu_single_thread() {
+  stage_.gpu_single_thread();
+  emit("gpu_single_thread()");
+  return *this;
+}
+
 // ---- ScheduleWriter ----------------------------------------------------------------
 
 ScheduleWriter::ScheduleWriter(const std::vector<std::string>& order, const std::map<std::string, Halide::Func>& funcs)
@@ -137,6 +169,21 @@ StageWriter ScheduleWriter::specialize_min_extents(const std::string& func, cons
             ").extent() >= " + std::to_string(min_extents[d]);
   }
   if (text.empty()) text = "true";
+  return specialize(func, cond, text);
+}
+
+StageWriter ScheduleWriter::specialize_divisible(const std::string& func, int multiple, int min_extent) {
+  Halide::Func f = funcs_.at(func);
+  const std::string extent = func_ref(func) + ".output_buffer().dim(0).extent()";
+  Halide::Expr e = f.output_buffer().dim(0).extent();
+  return specialize(func, e % multiple == 0 && e >= min_extent,
+                    extent + " % " + std::to_string(multiple) + " == 0 && " + extent + " >= " +
+                        std::to_string(min_extent));
+}
+
+StageWriter ScheduleWriter::specialize(const std::string& func, const Halide::Expr& cond, const std::string& text) {
+  Halide::Func f = funcs_.at(func);
+  const std::string ref = func_ref(func);
   const std::string id = ident(func, "_s" + std::to_string(specializations_++));
   lines_.push_back("::Halide::Stage " + id + " = " + ref + ".specialize(" + text + ");");
   return StageWriter(this, f.specialize(Halide::Internal::simplify(cond)), id);

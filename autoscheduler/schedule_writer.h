@@ -28,11 +28,16 @@ class StageWriter {
   StageWriter& vectorize(const std::string& var);  // a loop whose extent is already the width
   StageWriter& unroll(const std::string& var);
   StageWriter& parallel(const std::string& var);
+  // GPU loops: block and thread dims, innermost first (one to three of each).
+  StageWriter& gpu_blocks(const std::vector<std::string>& vars);
+  StageWriter& gpu_threads(const std::vector<std::string>& vars);
+  StageWriter& gpu_single_thread();
 
  private:
   friend class ScheduleWriter;
   StageWriter(ScheduleWriter* w, Halide::Stage s, std::string cpp) : w_(w), stage_(std::move(s)), cpp_(std::move(cpp)) {}
   Halide::VarOrRVar var(const std::string& name) const;
+  std::string var_list(const std::vector<std::string>& vars);
   void emit(const std::string& call);
   ScheduleWriter* w_;
   Halide::Stage stage_;
@@ -48,6 +53,9 @@ class ScheduleWriter {
   // A specialization of an output's pure definition for extents at least `min_extents`
   // (innermost first; 0 for dims without a condition).
   StageWriter specialize_min_extents(const std::string& func, const std::vector<int>& min_extents);
+  // A specialization of an output's pure definition for an innermost extent that is a
+  // multiple of `multiple` and at least `min_extent`.
+  StageWriter specialize_divisible(const std::string& func, int multiple, int min_extent);
   void compute_root(const std::string& func);
   void compute_at(const std::string& func, const std::string& at, const std::string& var);
   // rfactor of `func`'s update over `rvar` into a new Func (returned by name) with the
@@ -68,6 +76,7 @@ class ScheduleWriter {
   std::string func_ref(const std::string& func);  // declares `Func x = pipeline.get_func(i);`
   std::string var_ref(const std::string& name);   // declares `Var x("name");` / RVar
   std::string ident(const std::string& name, const std::string& suffix = "");
+  StageWriter specialize(const std::string& func, const Halide::Expr& cond, const std::string& text);
 
   std::map<std::string, size_t> index_;
   std::map<std::string, Halide::Func> funcs_;

@@ -126,34 +126,11 @@ struct Search {
     log(stream, line);
   }
 
-  // The Funcs that compute `f`'s values: its callers, seen through inlined callers.
-  std::set<std::string> effective_consumers(const FuncInfo& f) const {
-    std::set<std::string> out;
-    for (const auto& [caller, n] : f.callers) {
-      if (place.at(caller).where == Where::Inline) {
-        for (const std::string& c : effective_consumers(info.at(caller))) out.insert(c);
-      } else {
-        out.insert(caller);
-      }
-    }
-    return out;
+  InlineView view() const {
+    return {info, [this](const std::string& f) { return place.at(f).where == Where::Inline; }, evaluations};
   }
-
-  // How many times each point of `f` would be evaluated if it were inlined.
-  double inline_evaluations(const FuncInfo& f) const {
-    double evals = 0;
-    for (const auto& [caller, n] : f.callers) {
-      const FuncInfo& c = info.at(caller);
-      if (place.at(caller).where == Where::Inline) {
-        evals += n * evaluations.at(caller);
-        continue;
-      }
-      auto u = c.calls_in_update.find(f.name);
-      const double in_update = u == c.calls_in_update.end() ? 0 : double(u->second);
-      evals += (n - in_update) * c.points() + in_update * c.points() * c.reduction_trips();
-    }
-    return std::max(evals, 1.0);
-  }
+  std::set<std::string> effective_consumers(const FuncInfo& f) const { return view().effective_consumers(f); }
+  double inline_evaluations(const FuncInfo& f) const { return view().inline_evaluations(f); }
 
   // An output whose loops the search writes: tiles and rows of other Funcs go there.
   bool is_pure_output(const FuncInfo& f) const {
@@ -646,12 +623,23 @@ struct Search {
 
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                const MachineModel& machine, const Knobs* knobs, const FixedFuncs* fixed) {
+  if (target.has_gpu_feature()) {
+    if (knobs && !knobs->empty()) {
+      user_error("tuning knobs (", knobs->str(), ") are for the CPU search; the Kiln GPU search for ",
+                 target.to_string(), " has no knobs yet (drop the tuning database entry, or use db=none)");
+    }
+    return schedule_gpu_pipeline(pipeline, target, machine, fixed);
+  }
   Search s(pipeline, target, machine, knobs, fixed);
   return s.run();
 }
 
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                          const MachineModel& machine, int n) {
+  if (target.has_gpu_feature()) {
+    const SearchResult r = schedule_gpu_pipeline(pipeline, target, machine);
+    return {Candidate{r.knobs, r.predicted_s}};
+  }
   Search s(pipeline, target, machine, nullptr);
   const SearchResult best = s.run();
   auto with = [&](Candidate c, const Alternative& a) {

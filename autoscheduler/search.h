@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cost_model.h"
+#include "gpu_cost_model.h"
 #include "machine_model.h"
 
 namespace kiln::autoschedule {
@@ -55,12 +56,18 @@ struct SearchResult {
 // kiln's graph compiler fixes its contractions this way (default_schedule.h).
 using FixedFuncs = std::map<std::string, bool>;
 
-// Schedules `pipeline` (its Funcs are modified) for a CPU target. With `knobs`, their
-// choices replace the cost model's; a knob naming a Func the pipeline lacks, or of the
-// wrong kind, is a kiln::Error raised before anything is scheduled.
+// Schedules `pipeline` (its Funcs are modified) for a CPU target, or a CUDA target (the
+// GPU search). With `knobs`, their choices replace the cost model's; a knob naming a Func
+// the pipeline lacks, or of the wrong kind, is a kiln::Error raised before anything is
+// scheduled. The GPU search has no knobs yet: knobs for a GPU target are an error.
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                const MachineModel& machine, const Knobs* knobs = nullptr,
                                const FixedFuncs* fixed = nullptr);
+
+// The GPU search (gpu_search.cpp): blocks, threads and per-thread tiles for a CUDA
+// target; schedule_pipeline calls it for targets with a GPU feature.
+SearchResult schedule_gpu_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                                   const MachineModel& machine, const FixedFuncs* fixed = nullptr);
 
 // One schedule the search could pick, with its predicted time.
 struct Candidate {
@@ -72,7 +79,8 @@ struct Candidate {
 // with one knob replaced by a runner-up of that decision (another register tiling, another
 // task size), or two knobs of different decisions replaced by their leading runner-ups.
 // Each stage's cost depends on its own knob only, so predictions stay exact sums of the
-// stages' costs. Schedules `pipeline` while searching: pass a throwaway copy.
+// stages' costs. Schedules `pipeline` while searching: pass a throwaway copy. For a GPU
+// target the cost model's choice is the only candidate (no GPU knobs yet).
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                          const MachineModel& machine, int n);
 
@@ -86,8 +94,20 @@ struct ContractionShape {
   // operand and one row operand; a pooling window one operand indexed by both.
   int column_operands = 1, row_operands = 1, point_operands = 0;
   double flops_per_step = 2;  // per output point and reduction step: an FMA
+  double inner_k = 0;         // extent of the innermost reduction dim (0: all of k)
 };
 
 StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t);
+
+// The GPU version: each thread accumulates `rows` x `cols` points (cols adjacent, one
+// vector) over the reduction, unrolled by `unroll` steps (an inner reduction dim of up
+// to 8 is unrolled whole instead); blocks of `tx` x `ty` threads.
+struct GpuContractionTiling {
+  int rows = 1, cols = 1, tx = 32, ty = 8, unroll = 1;
+  bool operator==(const GpuContractionTiling& o) const = default;
+};
+// Reduction steps one iteration of the thread's loop unrolls.
+int gpu_unrolled_steps(const ContractionShape& s, int unroll);
+GpuStagePlan gpu_contraction_plan(const ContractionShape& s, const GpuContractionTiling& t, const MachineModel& m);
 
 }  // namespace kiln::autoschedule

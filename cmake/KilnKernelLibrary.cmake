@@ -102,12 +102,11 @@ function(kiln_add_kernel_library name)
         set(_gpu ON)
         string(APPEND _fn _cuda)
       endif ()
-      # Some autoschedulers are for the CPU (Adams2019, and kiln's own for now) or the GPU
-      # (Anderson2021) only.
-      if ((_gpu AND ARG_SCHEDULE MATCHES "^(Adams2019|Kiln)$") OR (NOT _gpu AND ARG_SCHEDULE STREQUAL "Anderson2021"))
+      # Some autoschedulers are for the CPU (Adams2019) or the GPU (Anderson2021) only.
+      if ((_gpu AND ARG_SCHEDULE STREQUAL "Adams2019") OR (NOT _gpu AND ARG_SCHEDULE STREQUAL "Anderson2021"))
         message(FATAL_ERROR "kiln_add_kernel_library(${name}): ${ARG_SCHEDULE} does not schedule for "
-                            "${_target}; Adams2019 and Kiln are CPU-only and Anderson2021 GPU-only "
-                            "(Mullapudi2016, Li2018, manual and default do both)")
+                            "${_target}; Adams2019 is CPU-only and Anderson2021 GPU-only "
+                            "(Kiln, Mullapudi2016, Li2018, manual and default do both)")
       endif ()
       set(_sched_args PARAMS ${_parts})
       if (ARG_SCHEDULE STREQUAL "manual" OR ARG_SCHEDULE STREQUAL "default")

@@ -18,7 +18,7 @@ struct Args {
   GeneratorArg generator;
   std::string target = "host";
   std::string out;       // default: <generator>.schedule.h
-  std::string function;  // default: apply_schedule_<generator>_cpu
+  std::string function;  // default: apply_schedule_<generator>_cpu (or _cuda)
   std::string db;        // --db PATH | none
 };
 
@@ -58,7 +58,8 @@ int autoschedule(const std::vector<std::string>& argv) {
 
   const std::string gen = k.spec.generator;  // "kiln_softmax"
   const std::string file = a.out.empty() ? gen.substr(5) + ".schedule.h" : a.out;
-  const std::string function = a.function.empty() ? "apply_schedule_" + gen + "_cpu" : a.function;
+  const std::string function =
+      a.function.empty() ? "apply_schedule_" + gen + (target.has_gpu_feature() ? "_cuda" : "_cpu") : a.function;
   std::ofstream f(file);
   f << autoschedule::schedule_header(function, o.source, target,
                                      "Schedule for " + gen + " by the Kiln autoscheduler (kiln autoschedule)");

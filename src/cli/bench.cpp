@@ -62,9 +62,6 @@ BenchArgs parse(const std::vector<std::string>& args) {
     user_error("bench: --target must be host or host-cuda, not '", b.target, "'");
   }
   if (b.reps < 1) user_error("bench: --reps must be at least 1");
-  if (b.target == "host-cuda" && std::find(b.schedulers.begin(), b.schedulers.end(), "Kiln") != b.schedulers.end()) {
-    user_error("bench: --scheduler Kiln and both need --target host: the Kiln scheduler plans for CPU targets only");
-  }
   return b;
 }
 

@@ -82,8 +82,8 @@ std::string halide_lib_dir() {
 constexpr const char* kKilnTuned = "Kiln-tuned";
 
 std::vector<std::string> schedules_for(bool gpu) {
-  // Adams2019 and kiln's own (for now) plan for CPUs only, Anderson2021 for GPUs only.
-  if (gpu) return {"manual", "default", "Mullapudi2016", "Li2018", "Anderson2021"};
+  // Adams2019 plans for CPUs only, Anderson2021 for GPUs only; kiln tunes CPU targets only.
+  if (gpu) return {"manual", "default", "Kiln", "Mullapudi2016", "Li2018", "Anderson2021"};
   return {"manual", "default", "Kiln", kKilnTuned, "Mullapudi2016", "Adams2019", "Li2018"};
 }
 
@@ -91,7 +91,9 @@ std::vector<std::string> schedules_for(bool gpu) {
 // tuning database to read (none for the cost-model row).
 std::map<std::string, std::string> autoscheduler_params(const std::string& schedule, bool gpu, const Args& a) {
   const int parallelism = gpu ? 128 : int(std::max(1u, std::thread::hardware_concurrency()));
-  std::map<std::string, std::string> p = {{"parallelism", std::to_string(parallelism)}};
+  std::map<std::string, std::string> p;
+  // Kiln reads the GPU off the device (its parallelism is the CPU's core count).
+  if (!(gpu && (schedule == "Kiln" || schedule == kKilnTuned))) p["parallelism"] = std::to_string(parallelism);
   if (schedule == "Kiln") p["db"] = "none";
   if (schedule == kKilnTuned) p["db"] = a.db;
   return p;
@@ -114,15 +116,17 @@ std::string run_variant(const kernels::KernelSpec& spec, const std::string& sche
   kernels::DirectKernel k = kernels::build_direct(spec);
   if (schedule == "manual" || schedule == "default") {
     kernels::apply_named_schedule(schedule, spec.generator, k.lowered, target);
-  } else {
-    const bool kiln = schedule == "Kiln" || schedule == kKilnTuned;
-    std::string lib = halide_lib_dir() + "/libautoschedule_";
-    for (char c : schedule) lib += char(std::tolower(c));
-    // kiln's own plugin is built with kiln, not shipped in Halide's wheel.
-    Halide::load_plugin(kiln ? std::string(KILN_AUTOSCHEDULE_PLUGIN) : lib + ".so");
+  } else if (schedule == "Kiln" || schedule == kKilnTuned) {
+    // The plugin's own entry point, linked into kiln (no plugin path to find on another
+    // machine).
     const std::map<std::string, std::string> params = autoscheduler_params(schedule, gpu, a);
     if (schedule == kKilnTuned && !has_tuned_entry(k, target, params)) return "none";
-    k.lowered.pipeline().apply_autoscheduler(target, {kiln ? "Kiln" : schedule, params});
+    autoschedule::autoschedule(k.lowered.pipeline(), target, params);
+  } else {
+    std::string lib = halide_lib_dir() + "/libautoschedule_";
+    for (char c : schedule) lib += char(std::tolower(c));
+    Halide::load_plugin(lib + ".so");
+    k.lowered.pipeline().apply_autoscheduler(target, {schedule, autoscheduler_params(schedule, gpu, a)});
   }
   const kernels::KernelTiming t = kernels::time_kernel(k, target, a.reps, a.max_seconds);
   return "ok " + std::to_string(t.median_ms) + " " + std::to_string(t.runs);

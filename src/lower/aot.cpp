@@ -85,10 +85,6 @@ AotArtifacts compile_aot(const Graph& graph, const std::string& target_spec,
   check_scheduler_name(options.scheduler, "compile_aot: AotOptions::scheduler");
   const bool gpu = target_has_gpu(target);
   const std::string scheduler = resolve_default_scheduler(options.scheduler, gpu);
-  if (scheduler == "Kiln" && gpu) {
-    user_error("compile_aot: the Kiln scheduler plans for CPU targets only so far, and target ", target.to_string(),
-               " has a GPU; use scheduler \"rules\" or \"default\" for it");
-  }
   LoweredGraph lowered = lower_and_schedule(g, target, make_schedule_fn(scheduler, g));
   with_halide_errors("compiling ahead of time for " + target.to_string(), [&] {
     lowered.pipeline().compile_to(

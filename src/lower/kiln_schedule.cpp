@@ -31,18 +31,15 @@ void set_estimates(LoweredGraph& lowered, const SizeEstimates& sizes) {
 }  // namespace
 
 void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes) {
-  if (target.has_gpu_feature()) {
-    user_error("the Kiln scheduler plans for CPU targets only so far; target ", target.to_string(),
-               " has a GPU feature (use scheduler \"default\" there)");
-  }
   const auto start = std::chrono::steady_clock::now();
   set_estimates(lowered, sizes);
   const autoschedule::MachineModel machine = autoschedule::machine_model(target);
   log("schedule", "Kiln: machine " + machine.str());
-  // Contractions keep the rules' register tiles and packed operands; the search places
-  // everything else around them (reductions per row of their consumers, pointwise chains
-  // inlined or stored, loop shapes of the outputs).
-  const autoschedule::FixedFuncs fixed = apply_default_cpu_contraction_schedule(lowered, target);
+  // On a CPU, contractions keep the rules' register tiles and packed operands; the search
+  // places everything else around them (reductions per row of their consumers, pointwise
+  // chains inlined or stored, loop shapes of the outputs). On a GPU the search plans all.
+  const autoschedule::FixedFuncs fixed =
+      target.has_gpu_feature() ? autoschedule::FixedFuncs{} : apply_default_cpu_contraction_schedule(lowered, target);
   autoschedule::SearchResult r;
   try {
     r = autoschedule::schedule_pipeline(lowered.pipeline(), target, machine, nullptr, &fixed);

@@ -20,10 +20,11 @@ struct SizeEstimates {
 // "{0, n0}, {0, n1}, ..." in Halide's dim order (innermost first) for kiln sizes.
 Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes);
 
-// Sets the estimates on the pipeline's inputs and outputs, schedules the contractions
-// with the default rules' register tiles (apply_default_cpu_contraction_schedule), then
-// the rest with kiln's CPU search (KILN_LOG=schedule,fusion prints each decision). A GPU target is a
-// kiln::Error: the search plans for CPUs only.
+// Sets the estimates on the pipeline's inputs and outputs and schedules it with kiln's
+// search (KILN_LOG=schedule,fusion prints each decision). On a CPU target the
+// contractions first get the default rules' register tiles
+// (apply_default_cpu_contraction_schedule) and the search plans the rest; on a CUDA
+// target the GPU search plans everything.
 void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes);
 
 }  // namespace kiln

@@ -67,7 +67,7 @@ void check_scheduler_name(const std::string& name, const std::string& where) {
   for (const std::string& n : scheduler_names())
     if (n == name) return;
   user_error(where, ": unknown scheduler '", name, "'; the schedulers are ", joined(scheduler_names()),
-             " (Kiln: kiln's autoscheduler, CPU targets only; rules: kiln's hand-written rules; default: Kiln on "
+             " (Kiln: kiln's autoscheduler; rules: kiln's hand-written rules; default: Kiln on "
              "a CPU, the rules on a GPU)");
 }
 

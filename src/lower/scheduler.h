@@ -1,7 +1,7 @@
 // The schedulers a compiled graph can use, chosen by name (CompileOptions::scheduler):
 //   "Kiln"     kiln's autoscheduler (autoscheduler/): a cost-model search planned for the
 //              sizes of the inputs the graph is compiled for, around the rules' register
-//              tiles for matmul and conv2d; CPU targets only;
+//              tiles for matmul and conv2d on a CPU; the GPU search on a CUDA target;
 //   "rules"    kiln's hand-written rules (lower/default_schedule.h): always valid, instant,
 //              CPU and CUDA;
 //   "default"  Kiln on a CPU target, the rules on a GPU target.

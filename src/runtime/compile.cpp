@@ -108,27 +108,16 @@ std::optional<std::string> guard_failure(const std::vector<TensorMeta>& metas,
 }
 
 // The scheduler a compilation uses: the option, else KILN_SCHEDULER, else "default" (Kiln
-// on a CPU target, the rules on a GPU). Kiln plans for CPUs only. Asked for by name, on a
-// GPU target it is an error; set in the environment it is a process-wide preference, so
-// GPU targets keep the rules.
+// on a CPU target, the rules on a GPU).
 std::string resolve_scheduler(const CompileOptions& o, const Halide::Target& target) {
   const bool gpu = target_has_gpu(target);
   if (!o.scheduler.empty()) {
     check_scheduler_name(o.scheduler, o.name + ": CompileOptions::scheduler");
-    if (o.scheduler == "Kiln" && gpu) {
-      user_error(o.name, ": the Kiln scheduler plans for CPU targets only so far, and target '", o.target,
-                 "' has a GPU; use scheduler \"rules\" or \"default\" for it (or a CPU target such as \"host\")");
-    }
     return resolve_default_scheduler(o.scheduler, gpu);
   }
   const char* env = std::getenv("KILN_SCHEDULER");
   if (!env || !*env) return resolve_default_scheduler("default", gpu);
   check_scheduler_name(env, "KILN_SCHEDULER");
-  if (std::string(env) == "Kiln" && gpu) {
-    log("schedule", o.name + ": KILN_SCHEDULER=Kiln plans for CPU targets only; target '" + o.target +
-                        "' keeps kiln's rules");
-    return "rules";
-  }
   return resolve_default_scheduler(env, gpu);
 }
 

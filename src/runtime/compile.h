@@ -36,11 +36,9 @@ struct CompileOptions {
   // Empty: kiln's compiler (one Halide pipeline, scheduled as `scheduler` says, JIT).
   Backend backend;
   // Who schedules that pipeline (kiln's own backend only): "Kiln" (kiln's autoscheduler,
-  // planning for the sizes of the call that compiles; CPU targets only: with a GPU target
-  // it is a kiln::Error), "rules" (kiln's hand-written rules) or "default" (Kiln on a CPU
-  // target, the rules on a GPU). Empty: the environment's KILN_SCHEDULER=default|Kiln|rules,
-  // else "default"; a GPU target keeps the rules when Kiln comes from the environment
-  // (KILN_LOG=schedule notes it).
+  // planning for the sizes of the call that compiles, on a CPU or CUDA target), "rules"
+  // (kiln's hand-written rules) or "default" (Kiln on a CPU target, the rules on a GPU).
+  // Empty: the environment's KILN_SCHEDULER=default|Kiln|rules, else "default".
   std::string scheduler;
   // Every dimension of every input is dynamic...
   bool dynamic = false;

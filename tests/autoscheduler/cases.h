@@ -40,6 +40,9 @@ inline std::vector<Case> cases() {
        {rand({2, 8, 11, 37}, 9, -1, 1), rand({12, 8, 3, 3}, 10, -1, 1), rand({12}, 11, -1, 1)}},
       {"max_pool2d", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{max_pool2d(in[0], {3}, {2}, {1})}; },
        {rand({2, 5, 27, 71}, 12, -3, 3)}},
+      // A row reduction no output row can host (its output is the reduction itself).
+      {"row_sum", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0], {-1})}; },
+       {rand({29, 300}, 13, -1, 1)}},
   };
 }
 
@@ -59,15 +62,17 @@ inline LoweredGraph lower_case(const Case& c, bool estimates = true) {
   return l;
 }
 
-// Runs a scheduled pipeline on the case's inputs.
-inline Halide::Buffer<float> run_case(const Case& c, LoweredGraph& l) {
+// Runs a scheduled pipeline on the case's inputs (for `target`: the JIT host by default).
+inline Halide::Buffer<float> run_case(const Case& c, LoweredGraph& l,
+                                      const Halide::Target& target = Halide::get_jit_target_from_environment()) {
   Graph g = trace(c.fn, c.inputs);
   for (size_t i = 0; i < l.inputs.size(); ++i) l.inputs[i].set(Halide::Buffer<>(*c.inputs[i].buffer().raw_buffer()));
   const Shape& os = g.node(g.outputs()[0]).meta.shape;
   std::vector<int> sizes;
   for (int d = os.rank() - 1; d >= 0; --d) sizes.push_back(int(os[d].size));
   Halide::Buffer<float> out(sizes);
-  l.pipeline().realize(out, Halide::get_jit_target_from_environment());
+  l.pipeline().realize(out, target);
+  out.copy_to_host();
   return out;
 }
 

@@ -1,0 +1,812 @@
+// kiln's GPU search (CUDA targets): every Func is inlined or gets kernels of its own,
+// and each kernel's blocks, threads and per-thread work are chosen by scoring a small
+// candidate set with the GPU cost model (gpu_cost_model.h):
+//
+//  - pointwise stages: blocks of tx x ty threads, each thread `e` adjacent elements of
+//    the innermost dim as one vector (128-bit loads where the extent allows);
+//  - contractions (matmul, batched matmul, conv2d, pooling): each thread accumulates a
+//    register tile of r rows x c adjacent columns over the whole reduction, unrolled by
+//    `ku` reduction steps so that the loads of several steps are in flight at once;
+//    computed per thread of their output, or of a stored copy (Func::in()) when the
+//    output reads it in another order;
+//  - row reductions (softmax, layer norm, sums over the last axis): T threads per row
+//    each reduce a strided slice (adjacent threads read adjacent elements), the T partial
+//    results live in shared memory and one thread per row combines them (rfactor);
+//  - column reductions: one thread per kept column, serial over the reduction;
+//  - everything reduced: partial results over strided slices, twice (rfactor).
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "analysis.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "gpu_cost_model.h"
+#include "schedule_writer.h"
+#include "search.h"
+
+namespace kiln::autoschedule {
+
+using Halide::TailStrategy;
+
+namespace {
+
+constexpr double kSmemLatency = 30;  // cycles of a shared-memory load
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+// Elements of `bytes` each in one 128-bit vector.
+int vector_elems(int bytes) { return std::max(1, 16 / std::max(1, bytes)); }
+
+// SM cycles a warp spends issuing `instructions` of f32 arithmetic.
+double fma_cycles(double instructions, const MachineModel& m) {
+  return instructions / std::max(1.0, m.gpu_fp32_lanes / 32.0);
+}
+
+// SM cycles of a warp-wide load of `bytes_per_thread` from distinct adjacent addresses
+// (the L1 moves 128 bytes per cycle); a broadcast (one address) takes one.
+double load_cycles(double bytes_per_thread) { return std::max(1.0, bytes_per_thread * 32 / 128); }
+
+// The best-scored (choice, prediction) pair, where a later one must be 0.1% faster to
+// win: of near-equal choices the first enumerated is taken.
+template <class Choice>
+size_t first_best(const std::vector<std::pair<Choice, GpuPrediction>>& scored) {
+  size_t b = 0;
+  for (size_t i = 1; i < scored.size(); ++i) {
+    if (scored[i].second.total_s < scored[b].second.total_s * 0.999) b = i;
+  }
+  return b;
+}
+
+struct PointwiseTiling {
+  int tx = 32, ty = 8, e = 1;
+};
+
+using GpuTiling = GpuContractionTiling;
+
+struct RowTiling {
+  int threads = 128, rows = 1;
+};
+
+struct GpuSearch {
+  const Halide::Pipeline& pipeline;
+  const Halide::Target& target;
+  const MachineModel& m;
+  const FixedFuncs* fixed;
+  PipelineInfo info;
+  std::map<std::string, bool> inlined;
+  std::map<std::string, double> evaluations;
+  std::map<std::string, std::string> at_thread;  // contraction -> the output whose threads compute it
+  std::map<std::string, std::string> hosted;     // output -> the contraction it hosts
+  std::map<std::string, std::string> at_rows;    // row reduction -> the output whose row blocks compute it
+  SearchResult result;
+
+  GpuSearch(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm, const FixedFuncs* fx)
+      : pipeline(p), target(t), m(mm), fixed(fx), info(analyze(p)) {}
+
+  bool is_fixed(const std::string& name) const { return fixed && fixed->count(name); }
+
+  InlineView view() const {
+    return {info, [this](const std::string& f) { return inlined.at(f); }, evaluations};
+  }
+
+  void decide(const std::string& stream, const std::string& line) {
+    result.decisions.push_back(line);
+    log(stream, line);
+  }
+
+  bool is_fused_row_host(const std::string& name) const {
+    for (const auto& [f, host] : at_rows) {
+      if (host == name) return true;
+    }
+    return false;
+  }
+
+  bool is_pure_output(const FuncInfo& f) const {
+    return f.is_output && !f.function.has_update_definition() && !f.function.has_extern_definition() &&
+           !f.vars.empty() && !is_fixed(f.name);
+  }
+
+  // Arithmetic per point of `f` with the Funcs inlined into it.
+  double flops_with_inlined(const FuncInfo& f) const {
+    double flops = f.flops_per_point;
+    for (const auto& [name, e] : evaluations) {
+      const std::set<std::string> consumers = view().effective_consumers(info.at(name));
+      if (consumers.count(f.name)) flops += info.at(name).flops_per_point * e / std::max(1.0, f.points());
+    }
+    return flops;
+  }
+
+  // ---- placement (consumers before producers) --------------------------------------
+
+  void place_func(const FuncInfo& f) {
+    if (is_fixed(f.name)) {
+      inlined[f.name] = fixed->at(f.name);
+      if (inlined[f.name]) evaluations[f.name] = view().inline_evaluations(f);
+      decide("fusion", f.name + ": scheduled before the search");
+      return;
+    }
+    inlined[f.name] = false;
+    if (f.is_output || f.function.has_extern_definition()) return;
+    if (f.reduction != ReductionKind::None) {
+      place_reduction(f);
+      return;
+    }
+    const double evals = view().inline_evaluations(f);
+    // Inline: its arithmetic at every use. Root: once per point, plus a kernel that
+    // writes its values and reads them back.
+    const double inline_s = f.flops_per_point * evals / m.gpu_peak_flops();
+    const double root_s = f.flops_per_point * f.points() / m.gpu_peak_flops() +
+                          2.0 * f.bytes_total() / (m.gpu_dram_gbps * 1e9) + m.launch_us * 1e-6;
+    const bool in = f.trivial || f.flops_per_point == 0 || inline_s <= root_s;
+    inlined[f.name] = in;
+    if (in) evaluations[f.name] = evals;
+    std::ostringstream o;
+    o << f.name << ": " << (in ? "inlined" : "computed at root") << " (" << evals / f.points()
+      << " evaluations per point)";
+    decide("fusion", o.str());
+  }
+
+  // The output whose rows are `f`'s rows and that alone reads `f` (through inlined
+  // Funcs and other reductions computed at its rows), or "".
+  std::string row_host(const FuncInfo& f, const std::set<std::string>& consumers) const {
+    if (f.reduction != ReductionKind::Row || f.rvars.empty() || f.function.values().size() != 1 ||
+        consumers.empty()) {
+      return "";
+    }
+    std::string host;
+    for (const std::string& c : consumers) {
+      auto a = at_rows.find(c);
+      const std::string h = a == at_rows.end() ? c : a->second;
+      if (!host.empty() && host != h) return "";
+      host = h;
+    }
+    const FuncInfo& h = info.at(host);
+    if (!is_pure_output(h) || hosted.count(host) || h.vars.size() < 2) return "";
+    // f is h's rows reduced: h's extents without the innermost, or with it kept as 1.
+    const bool dropped = h.vars.size() == f.vars.size() + 1 &&
+                         std::equal(f.extents.begin(), f.extents.end(), h.extents.begin() + 1);
+    const bool kept = h.vars.size() == f.vars.size() && !f.extents.empty() && f.extents[0] == 1 &&
+                      std::equal(f.extents.begin() + 1, f.extents.end(), h.extents.begin() + 1);
+    return (dropped || kept) && row_dim(f) == (dropped ? 0u : 1u) ? host : "";
+  }
+
+  void place_reduction(const FuncInfo& f) {
+    const std::set<std::string> consumers = view().effective_consumers(f);
+    std::string where = "computed at root";
+    if (const std::string host = row_host(f, consumers); !host.empty()) {
+      at_rows[f.name] = host;
+      decide("fusion", f.name + ": computed per block of rows of " + host);
+      return;
+    }
+    if (f.reduction == ReductionKind::Contraction && f.vars.size() >= 2) {
+      if (consumers.size() == 1) {
+        const FuncInfo& h = info.at(*consumers.begin());
+        if (is_pure_output(h) && h.extents == f.extents && !hosted.count(h.name)) {
+          at_thread[f.name] = h.name;
+          hosted[h.name] = f.name;
+          where = "computed per thread of " + h.name;
+        }
+      }
+      if (!at_thread.count(f.name)) where = "computed per thread of a stored copy";
+    }
+    decide("fusion", f.name + ": " + where);
+  }
+
+  // ---- pointwise kernels -------------------------------------------------------------
+
+  GpuStagePlan pointwise_plan(const FuncInfo& f, const PointwiseTiling& t, double flops_per_point) const {
+    GpuStagePlan p;
+    const double cols = double(f.extents[0]);
+    double rows = 1;
+    for (size_t d = 1; d < f.extents.size(); ++d) rows *= double(f.extents[d]);
+    p.threads = t.tx * t.ty;
+    p.blocks = ceil_div(cols, double(t.tx) * t.e) * ceil_div(rows, t.ty);
+    p.registers = 16 + 4 * t.e;
+    p.steps = 1;
+    // A vector load and a store, then the arithmetic of e points.
+    p.step_issue = 2 * load_cycles(double(t.e) * f.bytes) + fma_cycles(flops_per_point * t.e, m);
+    p.step_latency = m.gpu_dram_latency;
+    p.flops = flops_per_point * f.points();
+    p.dram_bytes = 2.0 * f.bytes_total();
+    return p;
+  }
+
+  PointwiseTiling choose_pointwise(const FuncInfo& f, double flops_per_point, bool vectors, GpuPrediction* best) {
+    const int max_e = vectors ? vector_elems(f.bytes) : 1;
+    std::vector<std::pair<PointwiseTiling, GpuPrediction>> scored;
+    const double cols = double(f.extents[0]);
+    // Widest vectors and largest blocks first: of near-equal choices the first wins, and
+    // those keep more bytes in flight than the model's latency term credits.
+    for (int e = max_e; e >= 1; e /= 2) {
+      for (int tx : {256, 128, 64, 32}) {
+        for (int ty : {8, 4, 2, 1}) {
+          if (tx * ty < 64 || tx * ty > 512) continue;
+          if (tx > 32 && double(tx) * e > 2 * cols) continue;  // mostly idle threads
+          if (f.vars.size() == 1 && ty > 1) continue;
+          const PointwiseTiling t{tx, ty, e};
+          scored.push_back({t, predict_gpu(pointwise_plan(f, t, flops_per_point), m)});
+        }
+      }
+    }
+    if (scored.empty()) scored.push_back({{32, 1, 1}, predict_gpu(pointwise_plan(f, {32, 1, 1}, flops_per_point), m)});
+    const size_t b = first_best(scored);
+    *best = scored[b].second;
+    return scored[b].first;
+  }
+
+  // Loops of a pointwise stage over `vars`: e adjacent elements per thread (a vector),
+  // tx x ty threads per block. Row tiles are the blocks' x dim (the larger count), column
+  // tiles their y dim.
+  void pointwise_loops(StageWriter s, const std::vector<std::string>& vars, const PointwiseTiling& t, bool vector,
+                       TailStrategy vector_tail) {
+    const std::string x = vars[0];
+    std::string cx = x;
+    if (vector && t.e > 1) {
+      s.split(x, x + "_o", x + "_v", t.e, vector_tail).vectorize(x + "_v");
+      cx = x + "_o";
+    }
+    s.split(cx, "bx", "tx", t.tx, TailStrategy::GuardWithIf);
+    if (vars.size() == 1) {
+      s.gpu_blocks({"bx"}).gpu_threads({"tx"});
+      return;
+    }
+    std::string rows = vars[1];
+    for (size_t d = 2; d < vars.size(); ++d) {
+      const std::string fused = rows + "_" + vars[d];
+      s.fuse(rows, vars[d], fused);
+      rows = fused;
+    }
+    std::vector<std::string> order;
+    if (vector && t.e > 1) order.push_back(x + "_v");
+    if (t.ty > 1) {
+      s.split(rows, "by", "ty", t.ty, TailStrategy::GuardWithIf);
+      for (const char* v : {"tx", "ty", "by", "bx"}) order.push_back(v);
+      s.reorder(order).gpu_threads({"tx", "ty"}).gpu_blocks({"by", "bx"});
+    } else {
+      for (const std::string& v : {std::string("tx"), rows, std::string("bx")}) order.push_back(v);
+      s.reorder(order).gpu_threads({"tx"}).gpu_blocks({rows, "bx"});
+    }
+  }
+
+  void schedule_pointwise(ScheduleWriter& w, const FuncInfo& f) {
+    w.compute_root(f.name);
+    if (f.vars.empty()) {
+      w.stage(f.name).gpu_single_thread();
+      decide("schedule", f.name + ": one GPU thread (a scalar)");
+      return;
+    }
+    const double flops = flops_with_inlined(f);
+    GpuPrediction pr;
+    const bool output = f.is_output;
+    PointwiseTiling t = choose_pointwise(f, flops, output, &pr);
+    if (output && t.e > 1) {
+      // Vectors where the extent is a multiple of them (aligned 128-bit accesses).
+      pointwise_loops(w.specialize_divisible(f.name, t.e, t.e * t.tx), f.vars, t, true, TailStrategy::RoundUp);
+    }
+    PointwiseTiling scalar = t;
+    scalar.e = 1;
+    pointwise_loops(w.stage(f.name), f.vars, scalar, false, TailStrategy::GuardWithIf);
+    result.predicted_s += pr.total_s;
+    std::ostringstream o;
+    o << f.name << ": blocks of " << t.tx << " x " << t.ty << " threads, " << t.e
+      << " adjacent elements per thread; predicted " << pr.str();
+    decide("schedule", o.str());
+  }
+
+  // ---- contractions ------------------------------------------------------------------
+
+  ContractionShape shape_of(const FuncInfo& f) const {
+    ContractionShape s;
+    s.n = double(f.extents[0]);
+    s.m = double(f.extents[1]);
+    s.k = f.reduction_trips();
+    for (size_t d = 2; d < f.extents.size(); ++d) s.batch *= double(f.extents[d]);
+    s.bytes = f.bytes;
+    s.column_operands = f.operand_loads.columns;
+    s.row_operands = f.operand_loads.rows;
+    s.point_operands = f.operand_loads.both;
+    s.flops_per_step = std::max(1.0, f.update_flops);
+    s.inner_k = f.rvar_extents.empty() ? 1 : double(f.rvar_extents[0]);
+    return s;
+  }
+
+  GpuTiling choose_contraction(const FuncInfo& f, GpuPrediction* best) {
+    const ContractionShape s = shape_of(f);
+    std::vector<std::pair<GpuTiling, GpuPrediction>> scored;
+    const int max_c = vector_elems(f.bytes);
+    // Blocks that are mostly past the edge are pruned, unless nothing else is left (a
+    // product smaller than any block).
+    for (bool prune : {true, false}) {
+      for (int r : {1, 2, 4, 8}) {
+        for (int c = 1; c <= max_c; c *= 2) {
+          if (r > s.m || c > s.n) continue;
+          for (int tx : {8, 16, 32, 64}) {
+            for (int ty : {1, 2, 4, 8, 16}) {
+              if (tx * ty < 64 || tx * ty > 512) continue;
+              if (prune && (double(tx) * c > 2 * s.n || double(ty) * r > 2 * s.m)) continue;
+              for (int ku : {1, 2, 4, 8}) {
+                if (gpu_unrolled_steps(s, ku) != ku && ku > 1) continue;  // a short inner dim is unrolled whole
+                const GpuTiling t{r, c, tx, ty, ku};
+                const GpuPrediction p = predict_gpu(gpu_contraction_plan(s, t, m), m);
+                if (p.fits) scored.push_back({t, p});
+              }
+            }
+          }
+        }
+      }
+      if (!scored.empty()) break;
+    }
+    KILN_CHECK(!scored.empty(), f.name, ": no GPU register tiling fits");
+    const size_t b = first_best(scored);
+    *best = scored[b].second;
+    return scored[b].first;
+  }
+
+  // The loops of a contraction's host (its output, or a stored copy of it) over `vars`:
+  // r x c points per thread (c adjacent columns as a vector), tx x ty threads per block.
+  // Edge tiles are shifted inwards, so every thread's tile is whole: that needs the
+  // host to be at least one tile, which `whole` says (else edges are guarded).
+  void contraction_loops(StageWriter s, const std::vector<std::string>& vars, const GpuTiling& t, bool whole) {
+    const TailStrategy tail = whole ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
+    s.split(vars[0], "no", "nv", t.cols, tail).split(vars[1], "mo", "mr", t.rows, tail);
+    s.split("no", "nb", "nt", t.tx, TailStrategy::GuardWithIf).split("mo", "mb", "mt", t.ty, TailStrategy::GuardWithIf);
+    std::string blocks = "mb";
+    std::vector<std::string> order = {"nv", "mr", "nt", "mt", "nb", "mb"};
+    for (size_t d = 2; d < vars.size(); ++d) order.push_back(vars[d]);
+    s.reorder(order);
+    for (size_t d = 2; d < vars.size(); ++d) {
+      const std::string fused = blocks + "_" + vars[d];
+      s.fuse(blocks, vars[d], fused);
+      blocks = fused;
+    }
+    s.gpu_threads({"nt", "mt"}).gpu_blocks({"nb", blocks});
+    if (whole) s.vectorize("nv").unroll("mr");
+  }
+
+  // The contraction `r` per thread of `host`: its r x c tile in registers across the
+  // reduction, the reduction unrolled by ku.
+  void contraction_per_thread(ScheduleWriter& w, const FuncInfo& r, const std::string& host, const GpuTiling& t,
+                              bool whole, const GpuPrediction& pr) {
+    w.compute_at(r.name, host, "nt");
+    const std::string rn = r.vars[0], rm = r.vars[1];
+    if (whole) w.stage(r.name).vectorize(rn, t.cols, TailStrategy::GuardWithIf).unroll(rm);
+    StageWriter u = w.stage(r.name, 0);
+    std::vector<std::string> order = {rn, rm};
+    const int ku = gpu_unrolled_steps(shape_of(r), t.unroll);
+    std::string inner = r.rvars.empty() ? "" : r.rvars[0];
+    if (!r.rvars.empty() && ku > 1 && ku < r.rvar_extents[0]) {
+      u.split(r.rvars[0], "ko", "ku", ku, TailStrategy::GuardWithIf);
+      order.push_back("ku");
+      order.push_back("ko");
+      inner = "ku";
+    } else if (!r.rvars.empty()) {
+      order.push_back(r.rvars[0]);
+    }
+    for (size_t i = 1; i < r.rvars.size(); ++i) order.push_back(r.rvars[i]);
+    for (size_t d = 2; d < r.vars.size(); ++d) order.push_back(r.vars[d]);
+    u.reorder(order);
+    if (whole) u.vectorize(rn, t.cols, TailStrategy::GuardWithIf).unroll(rm);
+    if (!inner.empty() && ku > 1) u.unroll(inner);
+    result.predicted_s += pr.total_s;
+    std::ostringstream o;
+    o << r.name << ": " << t.rows << " rows x " << t.cols << " columns per thread, blocks of " << t.tx << " x " << t.ty
+      << " threads, " << ku << " reduction steps unrolled, computed per thread of " << host << "; predicted "
+      << pr.str();
+    decide("schedule", o.str());
+  }
+
+  void schedule_contraction_output(ScheduleWriter& w, const FuncInfo& h) {
+    const FuncInfo& r = info.at(hosted.at(h.name));
+    GpuPrediction pr;
+    const GpuTiling t = choose_contraction(r, &pr);
+    w.compute_root(h.name);
+    contraction_loops(w.specialize_min_extents(h.name, {t.cols, t.rows}), h.vars, t, true);
+    GpuTiling one = t;
+    one.rows = one.cols = 1;
+    contraction_loops(w.stage(h.name), h.vars, one, false);
+    contraction_per_thread(w, r, h.name, t, true, pr);
+  }
+
+  void schedule_contraction_copy(ScheduleWriter& w, const FuncInfo& r) {
+    GpuPrediction pr;
+    const GpuTiling t = choose_contraction(r, &pr);
+    const bool whole = r.extents[0] >= t.cols && r.extents[1] >= t.rows;
+    const std::string copy = w.wrap(r.name);
+    w.compute_root(copy);
+    contraction_loops(w.stage(copy), r.vars, t, whole);
+    contraction_per_thread(w, r, copy, t, whole, pr);
+  }
+
+  // ---- reductions ----------------------------------------------------------------------
+
+  // The first kept dim with more than one point: the rows a row reduction runs over.
+  size_t row_dim(const FuncInfo& f) const {
+    for (size_t d = 0; d < f.extents.size(); ++d) {
+      if (f.extents[d] > 1) return d;
+    }
+    return 0;
+  }
+
+  GpuStagePlan row_plan(const FuncInfo& f, const RowTiling& t) const {
+    GpuStagePlan p;
+    const double k = f.rvar_extents.empty() ? 1 : double(f.rvar_extents[0]);
+    const double rest = f.reduction_trips() / k;
+    p.threads = t.threads * t.rows;
+    p.blocks = ceil_div(f.points(), t.rows);
+    p.registers = 32;
+    p.smem = double(t.threads) * t.rows * f.bytes;
+    p.steps = ceil_div(k, t.threads) * rest;
+    p.step_issue = load_cycles(f.bytes) + fma_cycles(flops_with_inlined_update(f), m);
+    p.step_latency = m.gpu_dram_latency;
+    p.flops = flops_with_inlined_update(f) * f.points() * f.reduction_trips();
+    p.dram_bytes = f.bytes * f.points() * f.reduction_trips();
+    // One thread per row combines the partial results from shared memory.
+    p.serial_s = p.blocks / (m.sm_count * 4.0) * t.threads * kSmemLatency / (m.gpu_ghz * 1e9);
+    return p;
+  }
+
+  // Arithmetic of one reduction step with what is inlined into the update.
+  double flops_with_inlined_update(const FuncInfo& f) const {
+    double flops = f.update_flops;
+    for (const auto& [name, e] : evaluations) {
+      const std::set<std::string> consumers = view().effective_consumers(info.at(name));
+      if (consumers.count(f.name)) flops += info.at(name).flops_per_point;
+    }
+    return flops;
+  }
+
+  // Row tilings to score: `threads` along the row (each a strided slice of it), `rows`
+  // rows per block.
+  std::vector<RowTiling> row_tilings(double k) const {
+    std::vector<RowTiling> out;
+    for (int threads : {32, 64, 128, 256, 512}) {
+      for (int rows : {1, 2, 4, 8, 16}) {
+        if (threads * rows < 64 || threads * rows > 1024 || threads > 2 * k) continue;
+        out.push_back({threads, rows});
+      }
+    }
+    return out;
+  }
+
+  static double row_length(const FuncInfo& f) { return f.rvar_extents.empty() ? 1 : double(f.rvar_extents[0]); }
+
+  // Splits `f`'s row (its innermost reduction dim) into `threads` strided slices whose
+  // partial results are a new Func (rfactor), returned by name; "" where Halide cannot
+  // prove the update associative (then `f` is unchanged).
+  std::string rfactor_row(ScheduleWriter& w, const FuncInfo& f, int threads, std::string* why) {
+    w.stage(f.name, 0).split(f.rvars[0], "rxo", "rxi", threads, TailStrategy::GuardWithIf);
+    try {
+      return w.rfactor(f.name, "rxi", "u");
+    } catch (const Halide::CompileError& e) {
+      *why = e.what();
+      return "";
+    }
+  }
+
+  // `f`'s rows in blocks of `rows` (its outer dims fused into a second block dim), one
+  // thread per row of the block: the loops of a stage over `f`'s vars.
+  void row_blocks(StageWriter s, const FuncInfo& f, int rows) const {
+    const size_t rd = row_dim(f);
+    s.split(f.vars[rd], "bo", "bi", rows, TailStrategy::GuardWithIf);
+    std::vector<std::string> blocks = {"bo"};
+    std::string outer;
+    for (size_t d = rd + 1; d < f.vars.size(); ++d) {
+      if (outer.empty()) {
+        outer = f.vars[d];
+      } else {
+        s.fuse(outer, f.vars[d], outer + "_" + f.vars[d]);
+        outer += "_" + f.vars[d];
+      }
+    }
+    if (!outer.empty()) blocks.push_back(outer);
+    s.gpu_threads({"bi"}).gpu_blocks(blocks);
+  }
+
+  // The partial results of `f`'s rows, computed per block of `host` ("bo"): threads x
+  // rows of them in shared memory, each thread summing its slice serially.
+  void partial_results_per_block(ScheduleWriter& w, const FuncInfo& f, const std::string& partial,
+                                 const std::string& host) {
+    const size_t rd = row_dim(f);
+    const std::string row = f.vars[rd];
+    w.compute_at(partial, host, "bo");
+    std::vector<std::string> serial;
+    for (size_t d = 0; d < f.vars.size(); ++d) {
+      if (d != rd) serial.push_back(f.vars[d]);
+    }
+    std::vector<std::string> pure_order = serial, update_order = {"rxo"};
+    for (size_t i = 1; i < f.rvars.size(); ++i) update_order.push_back(f.rvars[i]);
+    for (const std::string& v : serial) update_order.push_back(v);
+    for (auto* order : {&pure_order, &update_order}) {
+      order->push_back("u");
+      order->push_back(row);
+    }
+    w.stage(partial).reorder(pure_order).gpu_threads({"u", row});
+    w.stage(partial, 0).reorder(update_order).gpu_threads({"u", row});
+  }
+
+  void schedule_row_reduction(ScheduleWriter& w, const FuncInfo& f) {
+    std::vector<std::pair<RowTiling, GpuPrediction>> scored;
+    for (const RowTiling& t : row_tilings(row_length(f))) scored.push_back({t, predict_gpu(row_plan(f, t), m)});
+    if (scored.empty()) {
+      schedule_serial_reduction(w, f, "too short to split");
+      return;
+    }
+    const size_t b = first_best(scored);
+    const RowTiling t = scored[b].first;
+    std::string why;
+    const std::string partial = rfactor_row(w, f, t.threads, &why);
+    if (partial.empty()) {
+      schedule_serial_reduction(w, f, "Halide cannot rfactor it: " + why);
+      return;
+    }
+    w.compute_root(f.name);
+    for (int stage : {-1, 0}) row_blocks(w.stage(f.name, stage), f, t.rows);
+    partial_results_per_block(w, f, partial, f.name);
+    const GpuPrediction& pr = scored[b].second;
+    result.predicted_s += pr.total_s;
+    std::ostringstream o;
+    o << f.name << ": " << t.threads << " threads per row (partial results in shared memory), " << t.rows
+      << " rows per block; predicted " << pr.str();
+    decide("schedule", o.str());
+  }
+
+  // An output whose rows are the rows of reductions it reads (softmax's max and sum,
+  // layer norm's moments): one kernel, blocks of rows, each block first reducing its
+  // rows (threads x rows partial results, then one thread per row) into shared memory,
+  // then computing the output's rows with the same threads, the rows still in L1/L2.
+  GpuStagePlan fused_rows_plan(const FuncInfo& h, const std::vector<const FuncInfo*>& members,
+                               const RowTiling& t) const {
+    GpuStagePlan p;
+    const double cols = double(h.extents[0]);
+    p.threads = t.threads * t.rows;
+    p.blocks = ceil_div(h.points() / cols, t.rows);
+    p.registers = 32;
+    double flops = flops_with_inlined(h) * h.points();
+    for (const FuncInfo* f : members) {
+      p.steps += ceil_div(row_length(*f), t.threads) * f->reduction_trips() / row_length(*f);
+      p.smem += double(t.threads + 1) * t.rows * f->bytes;
+      flops += flops_with_inlined_update(*f) * f->points() * f->reduction_trips();
+    }
+    p.steps += ceil_div(cols, t.threads);
+    p.step_issue = 2 * load_cycles(h.bytes) + fma_cycles(flops / (h.points() * (members.size() + 1)), m);
+    // The first pass over a row comes from DRAM, the later ones mostly from L2.
+    p.step_latency = (m.gpu_dram_latency + members.size() * m.gpu_l2_latency) / (members.size() + 1);
+    p.flops = flops;
+    p.dram_bytes = 2.0 * h.bytes_total();
+    p.l2_bytes = double(members.size()) * h.bytes_total();
+    p.serial_s = members.size() * p.blocks / (m.sm_count * 4.0) * t.threads * kSmemLatency / (m.gpu_ghz * 1e9);
+    return p;
+  }
+
+  void schedule_fused_rows(ScheduleWriter& w, const FuncInfo& h) {
+    std::vector<const FuncInfo*> members;
+    for (const auto& [f, host] : at_rows) {
+      if (host == h.name) members.push_back(&info.at(f));
+    }
+    double k = 0;
+    for (const FuncInfo* f : members) k = std::max(k, row_length(*f));
+    std::vector<std::pair<RowTiling, GpuPrediction>> scored;
+    for (const RowTiling& t : row_tilings(k)) scored.push_back({t, predict_gpu(fused_rows_plan(h, members, t), m)});
+    if (scored.empty()) scored.push_back({{32, 2}, predict_gpu(fused_rows_plan(h, members, {32, 2}), m)});
+    const size_t b = first_best(scored);
+    const RowTiling t = scored[b].first;
+    w.compute_root(h.name);
+    StageWriter s = w.stage(h.name);
+    // Each thread walks its row in steps of `threads` columns (adjacent threads, adjacent
+    // columns); rows and outer dims as in row_blocks.
+    s.split(h.vars[0], "xo", "xi", t.threads, TailStrategy::GuardWithIf);
+    s.split(h.vars[1], "bo", "bi", t.rows, TailStrategy::GuardWithIf);
+    std::vector<std::string> order = {"xo", "xi", "bi", "bo"};
+    std::string outer;
+    for (size_t d = 2; d < h.vars.size(); ++d) order.push_back(h.vars[d]);
+    s.reorder(order);
+    for (size_t d = 2; d < h.vars.size(); ++d) {
+      if (outer.empty()) {
+        outer = h.vars[d];
+      } else {
+        s.fuse(outer, h.vars[d], outer + "_" + h.vars[d]);
+        outer += "_" + h.vars[d];
+      }
+    }
+    std::vector<std::string> blocks = {"bo"};
+    if (!outer.empty()) blocks.push_back(outer);
+    s.gpu_threads({"xi", "bi"}).gpu_blocks(blocks);
+    for (const FuncInfo* f : members) {
+      std::string why;
+      const std::string partial = rfactor_row(w, *f, t.threads, &why);
+      w.compute_at(f->name, h.name, "bo");
+      const std::string row = f->vars[row_dim(*f)];
+      // The update reduces the partial results (over rxi), or, where there are none, the
+      // whole row serially in the row's thread (rxi within rxo, as split).
+      std::vector<std::string> pure_order, update_order = {"rxi"};
+      if (partial.empty()) {
+        update_order.push_back("rxo");
+        for (size_t i = 1; i < f->rvars.size(); ++i) update_order.push_back(f->rvars[i]);
+      }
+      for (const std::string& v : f->vars) {
+        if (v != row) pure_order.push_back(v), update_order.push_back(v);
+      }
+      pure_order.push_back(row);
+      update_order.push_back(row);
+      w.stage(f->name).reorder(pure_order).gpu_threads({row});
+      w.stage(f->name, 0).reorder(update_order).gpu_threads({row});
+      if (!partial.empty()) partial_results_per_block(w, *f, partial, h.name);
+      decide("schedule", f->name + ": computed per block of rows of " + h.name +
+                             (partial.empty() ? " (serial per row: Halide cannot rfactor it: " + why + ")"
+                                              : " (" + std::to_string(t.threads) + " partial results per row)"));
+    }
+    const GpuPrediction& pr = scored[b].second;
+    result.predicted_s += pr.total_s;
+    std::ostringstream o;
+    o << h.name << ": one kernel for " << members.size() << " row reductions and the output, " << t.threads
+      << " threads per row, " << t.rows << " rows per block; predicted " << pr.str();
+    decide("schedule", o.str());
+  }
+
+  // One thread per kept point, the reduction serial in it (columns adjacent in a warp).
+  void schedule_serial_reduction(ScheduleWriter& w, const FuncInfo& f, const std::string& why) {
+    w.compute_root(f.name);
+    if (f.vars.empty()) {
+      w.stage(f.name).gpu_single_thread();
+      for (int u = 0; u < int(f.function.updates().size()); ++u) w.stage(f.name, u).gpu_single_thread();
+      decide("schedule", f.name + ": one GPU thread (" + why + ")");
+      return;
+    }
+    GpuPrediction pr;
+    PointwiseTiling t = choose_pointwise(f, f.flops_per_point + f.update_flops * f.reduction_trips(), false, &pr);
+    pointwise_loops(w.stage(f.name), f.vars, t, false, TailStrategy::GuardWithIf);
+    for (int u = 0; u < int(f.function.updates().size()); ++u) {
+      // Updates whose pure vars are all the Func's can run over them in parallel; others
+      // (a scatter) run in one thread.
+      const auto& args = f.function.update(u).args();
+      bool pure = args.size() == f.vars.size();
+      for (size_t d = 0; pure && d < args.size(); ++d) {
+        const Halide::Internal::Variable* v = args[d].as<Halide::Internal::Variable>();
+        pure = v && v->name == f.vars[d];
+      }
+      if (pure) pointwise_loops(w.stage(f.name, u), f.vars, t, false, TailStrategy::GuardWithIf);
+      else w.stage(f.name, u).gpu_single_thread();
+    }
+    result.predicted_s += pr.total_s;
+    decide("schedule", f.name + ": one thread per point, the reduction serial (" + why + "); blocks of " +
+                           std::to_string(t.tx) + " x " + std::to_string(t.ty) + " threads");
+  }
+
+  // Everything reduced: `partials` threads each reduce a strided slice, then 256
+  // threads reduce those, then one thread the last 256.
+  void schedule_total_reduction(ScheduleWriter& w, const FuncInfo& f) {
+    const double n = f.reduction_trips();
+    if (n < 1 << 16 || f.rvars.empty()) {
+      schedule_serial_reduction(w, f, "short");
+      return;
+    }
+    const int partials = int(std::min(double(1 << 16), std::pow(2.0, std::floor(std::log2(n / 64)))));
+    std::string all = f.rvars[0];
+    StageWriter update = w.stage(f.name, 0);
+    for (size_t i = 1; i < f.rvars.size(); ++i) {
+      update.fuse(all, f.rvars[i], all + "_" + f.rvars[i]);
+      all += "_" + f.rvars[i];
+    }
+    update.split(all, "ro", "ri", partials, TailStrategy::GuardWithIf);
+    std::string first;
+    try {
+      first = w.rfactor(f.name, "ri", "u");
+    } catch (const Halide::CompileError& e) {
+      schedule_serial_reduction(w, f, std::string("Halide cannot rfactor it: ") + e.what());
+      return;
+    }
+    w.compute_root(first);
+    for (int stage : {-1, 0}) {
+      w.stage(first, stage).split("u", "bx", "tx", 256, TailStrategy::GuardWithIf).gpu_blocks({"bx"}).gpu_threads({"tx"});
+    }
+    w.stage(f.name, 0).split("ri", "mo", "mi", 256, TailStrategy::GuardWithIf);
+    const std::string second = w.rfactor(f.name, "mi", "v");
+    w.compute_root(second);
+    for (int stage : {-1, 0}) {
+      w.stage(second, stage).split("v", "bx", "tx", 256, TailStrategy::GuardWithIf).gpu_blocks({"bx"}).gpu_threads({"tx"});
+    }
+    w.stage(f.name).gpu_single_thread();
+    w.stage(f.name, 0).gpu_single_thread();
+    GpuStagePlan p;
+    p.blocks = partials / 256.0;
+    p.threads = 256;
+    p.steps = n / partials;
+    p.step_issue = load_cycles(f.bytes) + fma_cycles(f.update_flops, m);
+    p.step_latency = m.gpu_dram_latency;
+    p.dram_bytes = n * f.bytes;
+    const double t = predict_gpu(p, m).total_s + 2 * m.launch_us * 1e-6 + 256 * 2 * m.gpu_l2_latency / (m.gpu_ghz * 1e9);
+    result.predicted_s += t;
+    decide("schedule", f.name + ": everything reduced in " + std::to_string(partials) +
+                           " then 256 partial results; predicted " + std::to_string(t * 1e6) + " us");
+  }
+
+  void schedule_reduction(ScheduleWriter& w, const FuncInfo& f) {
+    if (at_thread.count(f.name)) return;  // with its output
+    if (f.reduction == ReductionKind::Contraction && f.vars.size() >= 2) {
+      schedule_contraction_copy(w, f);
+      return;
+    }
+    if (f.reduction == ReductionKind::Row && !f.rvars.empty() && f.function.values().size() == 1) {
+      schedule_row_reduction(w, f);
+      return;
+    }
+    if (f.reduction == ReductionKind::Total && f.function.values().size() == 1) {
+      schedule_total_reduction(w, f);
+      return;
+    }
+    schedule_serial_reduction(w, f, f.reduction == ReductionKind::Other ? "an update kiln does not parallelize"
+                                                                        : "columns in parallel");
+  }
+
+  SearchResult run() {
+    result.warnings = info.warnings;
+    for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) place_func(info.at(*it));
+    std::map<std::string, Halide::Func> funcs;
+    for (const auto& [name, f] : info.funcs) funcs.emplace(name, Halide::Func(f.function));
+    ScheduleWriter w(info.order, funcs);
+    for (const auto& [name, f] : info.funcs) {
+      for (const std::string& rv : f.rvars) w.declare_rvar(rv);
+    }
+    for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
+      const FuncInfo& f = info.at(*it);
+      if (is_fixed(f.name) || inlined.at(f.name) || f.function.has_extern_definition()) continue;
+      if (at_rows.count(f.name)) continue;  // with its output
+      if (hosted.count(f.name)) {
+        schedule_contraction_output(w, f);
+      } else if (is_fused_row_host(f.name)) {
+        schedule_fused_rows(w, f);
+      } else if (f.reduction != ReductionKind::None) {
+        schedule_reduction(w, f);
+      } else {
+        schedule_pointwise(w, f);
+      }
+    }
+    result.source = w.source();
+    return result;
+  }
+};
+
+}  // namespace
+
+int gpu_unrolled_steps(const ContractionShape& s, int unroll) {
+  const double inner = s.inner_k > 0 ? s.inner_k : s.k;
+  return inner <= 8 ? int(inner) : unroll;
+}
+
+GpuStagePlan gpu_contraction_plan(const ContractionShape& s, const GpuContractionTiling& t, const MachineModel& m) {
+  GpuStagePlan p;
+  const double unrolled = gpu_unrolled_steps(s, t.unroll);
+  p.threads = t.tx * t.ty;
+  p.blocks = ceil_div(s.n, double(t.tx) * t.cols) * ceil_div(s.m, double(t.ty) * t.rows) * s.batch;
+  const double acc = double(t.rows) * t.cols;
+  // Accumulators, the operands of the unrolled steps, and the loops' own registers.
+  p.registers =
+      int(acc + (t.rows * s.row_operands + t.cols * s.column_operands + acc * s.point_operands) * unrolled + 24);
+  p.steps = s.k / unrolled;
+  // Per step and warp: the FMAs of the tile, a broadcast per row of a row operand, one
+  // vector per column operand, a load per point of an operand indexed by both.
+  const double fmas = acc * unrolled * s.flops_per_step / 2.0;
+  const double loads = unrolled * (t.rows * s.row_operands * load_cycles(0) +
+                                   s.column_operands * load_cycles(double(t.cols) * s.bytes) +
+                                   acc * s.point_operands * load_cycles(s.bytes));
+  p.step_issue = std::max(fma_cycles(fmas, m), loads);
+  p.step_latency = m.gpu_l2_latency;
+  p.flops = s.flops_per_step * s.n * s.m * s.k * s.batch;
+  // Each block reads its panels of the operands through L2 once per reduction step.
+  p.l2_bytes = p.blocks * s.k * s.bytes *
+               (double(t.tx) * t.cols * s.column_operands + double(t.ty) * t.rows * s.row_operands +
+                double(t.tx) * t.cols * t.ty * t.rows * s.point_operands);
+  p.dram_bytes = s.bytes * s.batch * (s.m * s.n + s.k * (s.n * s.column_operands + s.m * s.row_operands));
+  return p;
+}
+
+SearchResult schedule_gpu_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                                   const MachineModel& machine, const FixedFuncs* fixed) {
+  KILN_CHECK(target.has_feature(Halide::Target::CUDA), "the Kiln GPU search plans CUDA targets, not ",
+             target.to_string());
+  GpuSearch s(pipeline, target, machine, fixed);
+  return s.run();
+}
+
+}  // namespace kiln::autoschedule

@@ -1,0 +1,173 @@
+// kiln's GPU search: its schedules of every test pipeline lower and compile to CUDA (no
+// GPU needed), give the default schedule's results where a GPU is present, take the
+// shapes the search promises (register tiles per thread, threads per row, vectors per
+// thread), and the GPU cost model ranks known good and bad schedules in the right order.
+#include <gtest/gtest.h>
+
+#include "cases.h"
+#include "gpu_cost_model.h"
+#include "lower/default_schedule.h"
+#include "machine_model.h"
+#include "search.h"
+
+using namespace kiln;
+using namespace kiln::as_test;
+namespace as = kiln::autoschedule;
+
+namespace {
+
+const Halide::Target kCuda("host-cuda-cuda_capability_80");
+
+// An A100-class machine, fixed so that the decisions do not depend on the machine the
+// tests run on.
+as::MachineModel a100() {
+  as::MachineModel m;
+  as::set_gpu_defaults(m, 80);
+  return m;
+}
+
+const Case& find_case(const std::string& name) {
+  static const std::vector<Case> all = cases();
+  for (const Case& c : all) {
+    if (c.name == name) return c;
+  }
+  throw std::runtime_error("no case " + name);
+}
+
+bool any_decision(const as::SearchResult& r, const std::string& text) {
+  for (const std::string& d : r.decisions)
+    if (d.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::vector<Halide::Argument> arguments(const LoweredGraph& l) {
+  std::vector<Halide::Argument> args;
+  for (const Halide::ImageParam& p : l.inputs) args.push_back(p);
+  return args;
+}
+
+class GpuSearch : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuSearch, LowersAndCompilesToCuda) {
+  LoweredGraph l = lower_case(find_case(GetParam()));
+  const as::SearchResult r = as::schedule_pipeline(l.pipeline(), kCuda, a100());
+  EXPECT_NE(r.source.find("gpu_blocks("), std::string::npos) << r.source;
+  EXPECT_NE(r.source.find("gpu_threads("), std::string::npos) << r.source;
+  EXPECT_GT(r.predicted_s, 0);
+  Halide::Module mod = l.pipeline().compile_to_module(arguments(l), "kiln_gpu_" + GetParam(), kCuda);
+  EXPECT_FALSE(mod.functions().empty());
+}
+
+TEST_P(GpuSearch, SameResultsAsTheDefaultScheduleOnTheGpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine; the schedules are compiled to CUDA without one";
+  const Case& c = find_case(GetParam());
+  LoweredGraph ref = lower_case(c);
+  apply_default_schedule(ref, Halide::get_jit_target_from_environment());
+  const Halide::Buffer<float> expected = run_case(c, ref);
+  LoweredGraph l = lower_case(c);
+  const Halide::Target gpu = Halide::get_jit_target_from_environment().with_feature(Halide::Target::CUDA);
+  const as::SearchResult r = as::schedule_pipeline(l.pipeline(), gpu, as::machine_model(gpu));
+  const Halide::Buffer<float> got = run_case(c, l, gpu);
+  double worst = 0;
+  got.for_each_element([&](const int* pos) {
+    worst = std::max(worst, double(std::abs(got(pos) - expected(pos))) / std::max(1.0, double(std::abs(expected(pos)))));
+  });
+  // Row reductions sum in another order on the GPU (partial results per thread).
+  EXPECT_LE(worst, 1e-5) << r.source;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pipelines, GpuSearch,
+                         ::testing::Values("matmul", "softmax", "conv2d", "pointwise", "conv2d_wide", "max_pool2d",
+                                           "row_sum"));
+
+TEST(GpuSearchDecisions, TilesThreadsRowsAndVectors) {
+  LoweredGraph mm = lower_case(find_case("matmul"));
+  as::SearchResult r = as::schedule_pipeline(mm.pipeline(), kCuda, a100());
+  EXPECT_TRUE(any_decision(r, "columns per thread")) << r.source;
+  EXPECT_TRUE(any_decision(r, "computed per thread of out")) << r.source;
+  LoweredGraph conv = lower_case(find_case("conv2d_wide"));
+  r = as::schedule_pipeline(conv.pipeline(), kCuda, a100());
+  EXPECT_TRUE(any_decision(r, "computed per thread of a stored copy")) << r.source;
+  EXPECT_NE(r.source.find(".in();"), std::string::npos) << r.source;
+  // softmax's max and sum are computed per block of the output's rows: one kernel.
+  LoweredGraph sm = lower_case(find_case("softmax"));
+  r = as::schedule_pipeline(sm.pipeline(), kCuda, a100());
+  EXPECT_TRUE(any_decision(r, "one kernel for 2 row reductions and the output")) << r.source;
+  EXPECT_TRUE(any_decision(r, "partial results per row")) << r.source;
+  EXPECT_NE(r.source.find("rfactor("), std::string::npos) << r.source;
+  // A sum whose output is itself: its own kernel, threads along each row.
+  LoweredGraph rs = lower_case(find_case("row_sum"));
+  r = as::schedule_pipeline(rs.pipeline(), kCuda, a100());
+  EXPECT_TRUE(any_decision(r, "threads per row (partial results in shared memory)")) << r.source;
+  LoweredGraph pw = lower_case(find_case("pointwise"));
+  r = as::schedule_pipeline(pw.pipeline(), kCuda, a100());
+  EXPECT_TRUE(any_decision(r, "adjacent elements per thread")) << r.source;
+}
+
+TEST(GpuSearchDecisions, KnobsAndOtherGpuApisAreErrors) {
+  LoweredGraph l = lower_case(find_case("matmul"));
+  as::Knobs k;
+  k.bands["out"] = 4;
+  EXPECT_THROW(as::schedule_pipeline(l.pipeline(), kCuda, a100(), &k), Error);
+  EXPECT_THROW(as::schedule_gpu_pipeline(l.pipeline(), Halide::Target("host-opencl"), a100()), Error);
+  // The GPU search has one candidate: the cost model's.
+  LoweredGraph c = lower_case(find_case("softmax"));
+  EXPECT_EQ(as::ranked_candidates(c.pipeline(), kCuda, a100(), 8).size(), 1u);
+}
+
+// 1024 x 1024 x 1024 f32 on an A100: the schedules a CUDA matmul tutorial walks
+// through, from worst to best.
+TEST(GpuCostModel, RanksMatmulSchedulesInTheRightOrder) {
+  const as::MachineModel m = a100();
+  const as::ContractionShape s{1024, 1024, 1024, 1, 4};
+  auto t = [&](int rows, int cols, int tx, int ty, int unroll) {
+    return as::predict_gpu(as::gpu_contraction_plan(s, {rows, cols, tx, ty, unroll}, m), m).total_s;
+  };
+  const double one_per_thread = t(1, 1, 32, 8, 1);
+  const double rows = t(4, 1, 32, 8, 1);    // four rows share each b load
+  const double tile = t(4, 4, 16, 16, 1);   // and four columns each a load
+  const double unrolled = t(4, 4, 16, 16, 4);  // four steps' loads in flight at once
+  EXPECT_GT(one_per_thread, rows);
+  EXPECT_GT(rows, tile);
+  EXPECT_GT(tile, unrolled);
+  // No plan beats the arithmetic peak: 2 x 1024^3 flops at 108 SMs x 64 lanes x 2 x 1.41 GHz.
+  EXPECT_GE(unrolled, 2.0 * 1024 * 1024 * 1024 / m.gpu_peak_flops());
+  // A tile needing more than 255 registers per thread does not fit.
+  EXPECT_FALSE(as::predict_gpu(as::gpu_contraction_plan(s, {16, 16, 16, 16, 1}, m), m).fits);
+}
+
+// A stream of 64 MiB: wide vectors and full blocks reach DRAM bandwidth; one element per
+// thread in blocks of 32 leaves too few bytes in flight.
+TEST(GpuCostModel, BandwidthNeedsBytesInFlight) {
+  const as::MachineModel m = a100();
+  auto stream = [&](int threads, int elems_per_thread) {
+    as::GpuStagePlan p;
+    const double n = 16.0 * (1 << 20);
+    p.threads = threads;
+    p.blocks = n / (double(threads) * elems_per_thread);
+    p.step_issue = 2.0 * std::max(1.0, elems_per_thread * 4 * 32 / 128.0);
+    p.step_latency = m.gpu_dram_latency;
+    p.dram_bytes = 2 * 4 * n;
+    return as::predict_gpu(p, m);
+  };
+  const as::GpuPrediction narrow = stream(32, 1), wide = stream(256, 4);
+  EXPECT_GT(narrow.total_s, wide.total_s);
+  EXPECT_EQ(wide.bound, "dram");
+  EXPECT_EQ(narrow.bound, "latency");
+  // At bandwidth: 128 MiB moved at 1555 GB/s, plus one launch.
+  EXPECT_NEAR(wide.total_s, 2 * 4 * 16.0 * (1 << 20) / 1555e9 + m.launch_us * 1e-6, 1e-6);
+}
+
+TEST(GpuMachineModel, DefaultsByCapabilityAndOverrides) {
+  as::MachineModel m;
+  as::set_gpu_defaults(m, 90);
+  EXPECT_EQ(m.gpu_fp32_lanes, 128);
+  EXPECT_GT(m.gpu_peak_flops(), 60e12);  // an H100's ~67 TFLOP/s of f32
+  as::apply_overrides(m, "gpu_dram_gbps=4800,launch_us=3");
+  EXPECT_EQ(m.gpu_dram_gbps, 4800);
+  EXPECT_EQ(m.launch_us, 3);
+  EXPECT_NE(m.str().find("gpu_dram_gbps=4800"), std::string::npos);
+  EXPECT_THROW(as::apply_overrides(m, "gpu_ghz=fast"), Error);
+}
+
+}  // namespace
