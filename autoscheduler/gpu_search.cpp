@@ -784,12 +784,16 @@ GpuStagePlan gpu_contraction_plan(const ContractionShape& s, const GpuContractio
   p.registers =
       int(acc + (t.rows * s.row_operands + t.cols * s.column_operands + acc * s.point_operands) * unrolled + 24);
   p.steps = s.k / unrolled;
-  // Per step and warp: the FMAs of the tile, a broadcast per row of a row operand, one
-  // vector per column operand, a load per point of an operand indexed by both.
+  // Per step and warp: the FMAs of the tile and the L1 wavefronts of its loads. A warp
+  // spans min(tx, 32) threads along the columns and 32 / that along the rows: a column
+  // operand's vector is read by each column thread (the rows share it), a row operand's
+  // value by each row of threads (one broadcast each), a point operand's by every thread.
+  const double lanes_n = std::min(t.tx, 32), groups_m = 32 / lanes_n;
+  const double column_wavefronts = std::ceil(lanes_n * t.cols * s.bytes / 128);
+  const double point_wavefronts = groups_m * std::ceil(lanes_n * s.bytes / 128);
   const double fmas = acc * unrolled * s.flops_per_step / 2.0;
-  const double loads = unrolled * (t.rows * s.row_operands * load_cycles(0) +
-                                   s.column_operands * load_cycles(double(t.cols) * s.bytes) +
-                                   acc * s.point_operands * load_cycles(s.bytes));
+  const double loads = unrolled * (t.rows * s.row_operands * groups_m + s.column_operands * column_wavefronts +
+                                   acc * s.point_operands * point_wavefronts);
   p.step_issue = std::max(fma_cycles(fmas, m), loads);
   p.step_latency = m.gpu_l2_latency;
   p.flops = s.flops_per_step * s.n * s.m * s.k * s.batch;
