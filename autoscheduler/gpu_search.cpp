@@ -673,8 +673,8 @@ struct GpuSearch {
                            std::to_string(t.tx) + " x " + std::to_string(t.ty) + " threads");
   }
 
-  // Everything reduced: `partials` threads each reduce a strided slice, then 256
-  // threads reduce those, then one thread the last 256.
+  // Everything reduced: `partials` threads each reduce a strided slice, then `combine`
+  // threads reduce those, then one thread the last `combine`.
   void schedule_total_reduction(ScheduleWriter& w, const FuncInfo& f) {
     const double n = f.reduction_trips();
     if (n < 1 << 16 || f.rvars.empty()) {
@@ -696,15 +696,22 @@ struct GpuSearch {
       schedule_serial_reduction(w, f, std::string("Halide cannot rfactor it: ") + e.what());
       return;
     }
+    w.compute_root(f.name);
     w.compute_root(first);
     for (int stage : {-1, 0}) {
       w.stage(first, stage).split("u", "bx", "tx", 256, TailStrategy::GuardWithIf).gpu_blocks({"bx"}).gpu_threads({"tx"});
     }
-    w.stage(f.name, 0).split("ri", "mo", "mi", 256, TailStrategy::GuardWithIf);
+    // The second level: about sqrt(partials) threads, each a dependent chain of
+    // partials / that loads, then one thread the last chain: the two chains balanced.
+    const int combine = std::max(32, int(std::pow(2.0, std::round(std::log2(std::sqrt(double(partials)))))));
+    w.stage(f.name, 0).split("ri", "mo", "mi", combine, TailStrategy::GuardWithIf);
     const std::string second = w.rfactor(f.name, "mi", "v");
     w.compute_root(second);
     for (int stage : {-1, 0}) {
-      w.stage(second, stage).split("v", "bx", "tx", 256, TailStrategy::GuardWithIf).gpu_blocks({"bx"}).gpu_threads({"tx"});
+      w.stage(second, stage)
+          .split("v", "bx", "tx", std::min(combine, 256), TailStrategy::GuardWithIf)
+          .gpu_blocks({"bx"})
+          .gpu_threads({"tx"});
     }
     w.stage(f.name).gpu_single_thread();
     w.stage(f.name, 0).gpu_single_thread();
@@ -715,10 +722,13 @@ struct GpuSearch {
     p.step_issue = load_cycles(f.bytes) + fma_cycles(f.update_flops, m);
     p.step_latency = m.gpu_dram_latency;
     p.dram_bytes = n * f.bytes;
-    const double t = predict_gpu(p, m).total_s + 2 * m.launch_us * 1e-6 + 256 * 2 * m.gpu_l2_latency / (m.gpu_ghz * 1e9);
+    const double chains = double(partials) / combine + combine;
+    const double t = predict_gpu(p, m).total_s + 2 * m.launch_us * 1e-6 + chains * m.gpu_l2_latency / (m.gpu_ghz * 1e9);
     result.predicted_s += t;
-    decide("schedule", f.name + ": everything reduced in " + std::to_string(partials) +
-                           " then 256 partial results; predicted " + std::to_string(t * 1e6) + " us");
+    std::ostringstream o;
+    o << f.name << ": everything reduced in " << partials << " then " << combine << " partial results; predicted "
+      << t * 1e6 << " us";
+    decide("schedule", o.str());
   }
 
   void schedule_reduction(ScheduleWriter& w, const FuncInfo& f) {

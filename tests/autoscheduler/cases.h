@@ -43,6 +43,9 @@ inline std::vector<Case> cases() {
       // A row reduction no output row can host (its output is the reduction itself).
       {"row_sum", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0], {-1})}; },
        {rand({29, 300}, 13, -1, 1)}},
+      // Everything reduced (a loss): partial results in two levels on a GPU.
+      {"total_sum", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0]) * 2.0}; },
+       {rand({300, 701}, 14, -1, 1)}},
   };
 }
 

@@ -78,7 +78,7 @@ TEST_P(GpuSearch, SameResultsAsTheDefaultScheduleOnTheGpu) {
 
 INSTANTIATE_TEST_SUITE_P(Pipelines, GpuSearch,
                          ::testing::Values("matmul", "softmax", "conv2d", "pointwise", "conv2d_wide", "max_pool2d",
-                                           "row_sum"));
+                                           "row_sum", "total_sum"));
 
 TEST(GpuSearchDecisions, TilesThreadsRowsAndVectors) {
   LoweredGraph mm = lower_case(find_case("matmul"));
