@@ -285,6 +285,14 @@ PipelineInfo analyze(const Pipeline& pipeline) {
   return info;
 }
 
+int reduces_rows_of(const FuncInfo& f, const FuncInfo& h) {
+  const bool dropped =
+      h.vars.size() == f.vars.size() + 1 && std::equal(f.extents.begin(), f.extents.end(), h.extents.begin() + 1);
+  const bool kept = h.vars.size() == f.vars.size() && !f.extents.empty() && f.extents[0] == 1 &&
+                    std::equal(f.extents.begin() + 1, f.extents.end(), h.extents.begin() + 1);
+  return dropped ? 1 : kept ? 2 : 0;
+}
+
 std::set<std::string> InlineView::effective_consumers(const FuncInfo& f) const {
   std::set<std::string> out;
   for (const auto& [caller, n] : f.callers) {

@@ -62,6 +62,10 @@ constexpr int64_t kDefaultExtent = 256;
 
 PipelineInfo analyze(const Halide::Pipeline& pipeline);
 
+// Whether `f` is `h`'s rows reduced: h's extents without the innermost (1: f's dim 0 is
+// the row), or with the innermost kept as 1 (2: f's dim 1 is), else 0.
+int reduces_rows_of(const FuncInfo& f, const FuncInfo& h);
+
 // Placement questions both searches (CPU and GPU) ask while deciding, consumers first.
 // `inlined` says whether a Func already placed was inlined; `evaluations` holds, for each
 // inlined Func, how often each of its points is evaluated.

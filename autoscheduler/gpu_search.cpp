@@ -163,12 +163,8 @@ struct GpuSearch {
     }
     const FuncInfo& h = info.at(host);
     if (!is_pure_output(h) || hosted.count(host) || h.vars.size() < 2) return "";
-    // f is h's rows reduced: h's extents without the innermost, or with it kept as 1.
-    const bool dropped = h.vars.size() == f.vars.size() + 1 &&
-                         std::equal(f.extents.begin(), f.extents.end(), h.extents.begin() + 1);
-    const bool kept = h.vars.size() == f.vars.size() && !f.extents.empty() && f.extents[0] == 1 &&
-                      std::equal(f.extents.begin() + 1, f.extents.end(), h.extents.begin() + 1);
-    return (dropped || kept) && row_dim(f) == (dropped ? 0u : 1u) ? host : "";
+    const int rows = reduces_rows_of(f, h);
+    return rows > 0 && row_dim(f) == size_t(rows - 1) ? host : "";
   }
 
   void place_reduction(const FuncInfo& f) {
@@ -296,20 +292,7 @@ struct GpuSearch {
 
   // ---- contractions ------------------------------------------------------------------
 
-  ContractionShape shape_of(const FuncInfo& f) const {
-    ContractionShape s;
-    s.n = double(f.extents[0]);
-    s.m = double(f.extents[1]);
-    s.k = f.reduction_trips();
-    for (size_t d = 2; d < f.extents.size(); ++d) s.batch *= double(f.extents[d]);
-    s.bytes = f.bytes;
-    s.column_operands = f.operand_loads.columns;
-    s.row_operands = f.operand_loads.rows;
-    s.point_operands = f.operand_loads.both;
-    s.flops_per_step = std::max(1.0, f.update_flops);
-    s.inner_k = f.rvar_extents.empty() ? 1 : double(f.rvar_extents[0]);
-    return s;
-  }
+  ContractionShape shape_of(const FuncInfo& f) const { return contraction_shape(f); }
 
   GpuTiling choose_contraction(const FuncInfo& f, GpuPrediction* best) {
     const ContractionShape s = shape_of(f);

@@ -44,6 +44,21 @@ StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t
   return p;
 }
 
+ContractionShape contraction_shape(const FuncInfo& f) {
+  ContractionShape s;
+  s.n = double(f.extents[0]);
+  s.m = double(f.extents[1]);
+  s.k = f.reduction_trips();
+  for (size_t d = 2; d < f.extents.size(); ++d) s.batch *= double(f.extents[d]);
+  s.bytes = f.bytes;
+  s.column_operands = f.operand_loads.columns;
+  s.row_operands = f.operand_loads.rows;
+  s.point_operands = f.operand_loads.both;
+  s.flops_per_step = std::max(1.0, f.update_flops);
+  s.inner_k = f.rvar_extents.empty() ? 1 : double(f.rvar_extents[0]);
+  return s;
+}
+
 std::string stable_name(const std::string& name) {
   std::string out;
   for (size_t i = 0; i < name.size(); ++i) {
@@ -214,12 +229,7 @@ struct Search {
       }
       if (ok) {
         const FuncInfo& h = info.at(host);
-        // f is h's rows reduced: h's extents without the innermost, or with it kept as 1.
-        const bool dropped = h.vars.size() == f.vars.size() + 1 &&
-                             std::equal(f.extents.begin(), f.extents.end(), h.extents.begin() + 1);
-        const bool kept = h.vars.size() == f.vars.size() && !f.extents.empty() && f.extents[0] == 1 &&
-                          std::equal(f.extents.begin() + 1, f.extents.end(), h.extents.begin() + 1);
-        ok = is_pure_output(h) && !tiles.count(host) && h.vars.size() >= 2 && (dropped || kept);
+        ok = is_pure_output(h) && !tiles.count(host) && h.vars.size() >= 2 && reduces_rows_of(f, h) > 0;
       }
       if (ok) {
         p = {Where::AtRow, host};
@@ -235,16 +245,7 @@ struct Search {
   }
 
   TileChoice choose_tiling(const FuncInfo& f) {
-    ContractionShape s;
-    s.n = double(f.extents[0]);
-    s.m = double(f.extents[1]);
-    s.k = f.reduction_trips();
-    for (size_t d = 2; d < f.extents.size(); ++d) s.batch *= double(f.extents[d]);
-    s.bytes = f.bytes;
-    s.column_operands = f.operand_loads.columns;
-    s.row_operands = f.operand_loads.rows;
-    s.point_operands = f.operand_loads.both;
-    s.flops_per_step = std::max(1.0, f.update_flops);
+    const ContractionShape s = contraction_shape(f);
     const int vw = lanes(f);
     std::vector<TileChoice> scored;
     for (int rows : {1, 2, 3, 4, 6, 8}) {

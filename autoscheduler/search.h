@@ -99,6 +99,11 @@ struct ContractionShape {
 
 StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t);
 
+// The shape of a contraction Func: n its innermost dim, m the next, batch the rest, its
+// operands' loads as the analysis counted them.
+struct FuncInfo;
+ContractionShape contraction_shape(const FuncInfo& f);
+
 // The GPU version: each thread accumulates `rows` x `cols` points (cols adjacent, one
 // vector) over the reduction, unrolled by `unroll` steps (an inner reduction dim of up
 // to 8 is unrolled whole instead); blocks of `tx` x `ty` threads.
