@@ -739,7 +739,7 @@ struct GpuSearch {
     for (const auto& [name, f] : info.funcs) funcs.emplace(name, Halide::Func(f.function));
     ScheduleWriter w(info.order, funcs);
     for (const auto& [name, f] : info.funcs) {
-      for (const std::string& rv : f.rvars) w.declare_rvar(rv);
+      for (const std::string& rv : f.rvars) w.declare_rvar(name, rv);
     }
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
       const FuncInfo& f = info.at(*it);

@@ -22,26 +22,33 @@ const char* tail_name(Halide::TailStrategy t) {
 
 // ---- StageWriter -------------------------------------------------------------------
 
+bool StageWriter::is_rvar(const std::string& name) const {
+  auto it = w_->rvars_.find(func_);
+  return it != w_->rvars_.end() && it->second.count(name);
+}
+
 Halide::VarOrRVar StageWriter::var(const std::string& name) const {
-  if (w_->rvars_.count(name)) return Halide::RVar(name);
+  if (is_rvar(name)) return Halide::RVar(name);
   return Halide::Var(name);
 }
+
+std::string StageWriter::ref(const std::string& name) const { return w_->var_ref(name, is_rvar(name)); }
 
 void StageWriter::emit(const std::string& call) { w_->lines_.push_back(cpp_ + "." + call + ";"); }
 
 StageWriter& StageWriter::split(const std::string& old, const std::string& outer, const std::string& inner,
                                 int factor, Halide::TailStrategy tail) {
-  if (w_->rvars_.count(old)) w_->rvars_.insert({outer, inner});
+  if (is_rvar(old)) w_->rvars_[func_].insert({outer, inner});
   stage_.split(var(old), var(outer), var(inner), factor, tail);
-  emit("split(" + w_->var_ref(old) + ", " + w_->var_ref(outer) + ", " + w_->var_ref(inner) + ", " +
+  emit("split(" + ref(old) + ", " + ref(outer) + ", " + ref(inner) + ", " +
        std::to_string(factor) + ", " + tail_name(tail) + ")");
   return *this;
 }
 
 StageWriter& StageWriter::fuse(const std::string& inner, const std::string& outer, const std::string& fused) {
-  if (w_->rvars_.count(inner) || w_->rvars_.count(outer)) w_->rvars_.insert(fused);
+  if (is_rvar(inner) || is_rvar(outer)) w_->rvars_[func_].insert(fused);
   stage_.fuse(var(inner), var(outer), var(fused));
-  emit("fuse(" + w_->var_ref(inner) + ", " + w_->var_ref(outer) + ", " + w_->var_ref(fused) + ")");
+  emit("fuse(" + ref(inner) + ", " + ref(outer) + ", " + ref(fused) + ")");
   return *this;
 }
 
@@ -50,7 +57,7 @@ StageWriter& StageWriter::reorder(const std::vector<std::string>& innermost_firs
   std::string args;
   for (const std::string& v : innermost_first) {
     vars.push_back(var(v));
-    args += (args.empty() ? "" : ", ") + w_->var_ref(v);
+    args += (args.empty() ? "" : ", ") + ref(v);
   }
   stage_.reorder(vars);
   emit("reorder({" + args + "})");
@@ -59,25 +66,25 @@ StageWriter& StageWriter::reorder(const std::vector<std::string>& innermost_firs
 
 StageWriter& StageWriter::vectorize(const std::string& v, int width, Halide::TailStrategy tail) {
   stage_.vectorize(var(v), width, tail);
-  emit("vectorize(" + w_->var_ref(v) + ", " + std::to_string(width) + ", " + tail_name(tail) + ")");
+  emit("vectorize(" + ref(v) + ", " + std::to_string(width) + ", " + tail_name(tail) + ")");
   return *this;
 }
 
 StageWriter& StageWriter::vectorize(const std::string& v) {
   stage_.vectorize(var(v));
-  emit("vectorize(" + w_->var_ref(v) + ")");
+  emit("vectorize(" + ref(v) + ")");
   return *this;
 }
 
 StageWriter& StageWriter::unroll(const std::string& v) {
   stage_.unroll(var(v));
-  emit("unroll(" + w_->var_ref(v) + ")");
+  emit("unroll(" + ref(v) + ")");
   return *this;
 }
 
 StageWriter& StageWriter::parallel(const std::string& v) {
   stage_.parallel(var(v));
-  emit("parallel(" + w_->var_ref(v) + ")");
+  emit("parallel(" + ref(v) + ")");
   return *this;
 }
 
@@ -85,7 +92,7 @@ std::string StageWriter::var_list(const std::vector<std::string>& vars) {
   KILN_CHECK(!vars.empty() && vars.size() <= 3, "a GPU loop nest has one to three block or thread dims, not ",
              vars.size());
   std::string args;
-  for (const std::string& v : vars) args += (args.empty() ? "" : ", ") + w_->var_ref(v);
+  for (const std::string& v : vars) args += (args.empty() ? "" : ", ") + ref(v);
   return args;
 }
 
@@ -142,19 +149,20 @@ std::string ScheduleWriter::func_ref(const std::string& func) {
   return func_ids_[func] = id;
 }
 
-std::string ScheduleWriter::var_ref(const std::string& name) {
-  auto it = var_ids_.find(name);
+std::string ScheduleWriter::var_ref(const std::string& name, bool rvar) {
+  const std::string key = (rvar ? "R " : "V ") + name;
+  auto it = var_ids_.find(key);
   if (it != var_ids_.end()) return it->second;
   const std::string id = ident(name);
-  var_decls_.push_back(std::string(rvars_.count(name) ? "RVar " : "Var ") + id + "(\"" + name + "\");");
-  return var_ids_[name] = id;
+  var_decls_.push_back(std::string(rvar ? "RVar " : "Var ") + id + "(\"" + name + "\");");
+  return var_ids_[key] = id;
 }
 
 StageWriter ScheduleWriter::stage(const std::string& func, int update) {
   Halide::Func f = funcs_.at(func);
   const std::string ref = func_ref(func);
-  if (update < 0) return StageWriter(this, f, ref);
-  return StageWriter(this, f.update(update), ref + ".update(" + std::to_string(update) + ")");
+  if (update < 0) return StageWriter(this, func, f, ref);
+  return StageWriter(this, func, f.update(update), ref + ".update(" + std::to_string(update) + ")");
 }
 
 StageWriter ScheduleWriter::specialize_min_extents(const std::string& func, const std::vector<int>& min_extents) {
@@ -186,7 +194,7 @@ StageWriter ScheduleWriter::specialize(const std::string& func, const Halide::Ex
   const std::string ref = func_ref(func);
   const std::string id = ident(func, "_s" + std::to_string(specializations_++));
   lines_.push_back("::Halide::Stage " + id + " = " + ref + ".specialize(" + text + ");");
-  return StageWriter(this, f.specialize(Halide::Internal::simplify(cond)), id);
+  return StageWriter(this, func, f.specialize(Halide::Internal::simplify(cond)), id);
 }
 
 void ScheduleWriter::compute_root(const std::string& func) {
@@ -196,14 +204,15 @@ void ScheduleWriter::compute_root(const std::string& func) {
 
 void ScheduleWriter::compute_at(const std::string& func, const std::string& at, const std::string& var) {
   funcs_.at(func).compute_at(funcs_.at(at), Halide::Var(var));
-  lines_.push_back(func_ref(func) + ".compute_at(" + func_ref(at) + ", " + var_ref(var) + ");");
+  lines_.push_back(func_ref(func) + ".compute_at(" + func_ref(at) + ", " + var_ref(var, false) + ");");
 }
 
 std::string ScheduleWriter::rfactor(const std::string& func, const std::string& rvar, const std::string& var) {
   Halide::Func partial = funcs_.at(func).update(0).rfactor(Halide::RVar(rvar), Halide::Var(var));
   const std::string id = ident(partial.name());
-  lines_.push_back("Func " + id + " = " + func_ref(func) + ".update(0).rfactor(" + var_ref(rvar) + ", " +
-                   var_ref(var) + ");");
+  lines_.push_back("Func " + id + " = " + func_ref(func) + ".update(0).rfactor(" + var_ref(rvar, true) + ", " +
+                   var_ref(var, false) + ");");
+  rvars_[partial.name()] = rvars_[func];  // its update keeps the reduction variables not preserved
   funcs_[partial.name()] = partial;
   func_ids_[partial.name()] = id;
   return partial.name();

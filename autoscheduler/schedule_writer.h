@@ -35,11 +35,15 @@ class StageWriter {
 
  private:
   friend class ScheduleWriter;
-  StageWriter(ScheduleWriter* w, Halide::Stage s, std::string cpp) : w_(w), stage_(std::move(s)), cpp_(std::move(cpp)) {}
+  StageWriter(ScheduleWriter* w, std::string func, Halide::Stage s, std::string cpp)
+      : w_(w), func_(std::move(func)), stage_(std::move(s)), cpp_(std::move(cpp)) {}
+  bool is_rvar(const std::string& name) const;
   Halide::VarOrRVar var(const std::string& name) const;
+  std::string ref(const std::string& name) const;  // the C++ name of this stage's var or rvar
   std::string var_list(const std::vector<std::string>& vars);
   void emit(const std::string& call);
   ScheduleWriter* w_;
+  std::string func_;
   Halide::Stage stage_;
   std::string cpp_;
 };
@@ -65,8 +69,9 @@ class ScheduleWriter {
   // A wrapper of `func` (Func::in()) that every consumer reads instead, returned by name:
   // a stored copy whose loops can be tiled, with `func` computed per tile.
   std::string wrap(const std::string& func);
-  // Marks names as reduction variables (split products of one are, too).
-  void declare_rvar(const std::string& name) { rvars_.insert(name); }
+  // Marks a name as one of `func`'s reduction variables (split products of one are, too).
+  // Names are per Func: "mo" may be a reduction variable of one Func and a loop of another.
+  void declare_rvar(const std::string& func, const std::string& name) { rvars_[func].insert(name); }
 
   // The schedule source (function body).
   std::string source() const;
@@ -74,13 +79,13 @@ class ScheduleWriter {
  private:
   friend class StageWriter;
   std::string func_ref(const std::string& func);  // declares `Func x = pipeline.get_func(i);`
-  std::string var_ref(const std::string& name);   // declares `Var x("name");` / RVar
+  std::string var_ref(const std::string& name, bool rvar);  // declares `Var x("name");` / `RVar`
   std::string ident(const std::string& name, const std::string& suffix = "");
   StageWriter specialize(const std::string& func, const Halide::Expr& cond, const std::string& text);
 
   std::map<std::string, size_t> index_;
   std::map<std::string, Halide::Func> funcs_;
-  std::set<std::string> rvars_;
+  std::map<std::string, std::set<std::string>> rvars_;  // by Func
   std::map<std::string, std::string> func_ids_, var_ids_;
   std::set<std::string> used_ids_;
   std::vector<std::string> var_decls_, func_decls_, lines_;

@@ -542,7 +542,7 @@ struct Search {
       const double trips = r.reduction_trips();
       const int chunk = int(std::max(4096.0, std::ceil(trips / (4.0 * m.cores))));
       if (trips < 2.0 * chunk) return;
-      w.declare_rvar(r.rvars.back());
+      w.declare_rvar(r.name, r.rvars.back());
       w.stage(r.name, 0).split(r.rvars.back(), "ro", "ri", chunk, TailStrategy::GuardWithIf);
       try {
         const std::string partial = w.rfactor(r.name, "ro", "u");
@@ -598,7 +598,7 @@ struct Search {
     for (const auto& [name, f] : info.funcs) funcs.emplace(name, Halide::Func(f.function));
     ScheduleWriter w(info.order, funcs);
     for (const auto& [name, f] : info.funcs) {
-      for (const std::string& rv : f.rvars) w.declare_rvar(rv);
+      for (const std::string& rv : f.rvars) w.declare_rvar(name, rv);
     }
     // Outputs first (their loops are where tiles and rows are computed), then the rest.
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {

@@ -46,6 +46,10 @@ inline std::vector<Case> cases() {
       // Everything reduced (a loss): partial results in two levels on a GPU.
       {"total_sum", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0]) * 2.0}; },
        {rand({300, 701}, 14, -1, 1)}},
+      // A loss over a product: a reduction of everything beside a contraction tiled in a
+      // stored copy, each with loops of its own names.
+      {"matmul_sum", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(matmul(in[0], in[1]))}; },
+       {rand({300, 40}, 15, -1, 1), rand({40, 310}, 16, -1, 1)}},
   };
 }
 

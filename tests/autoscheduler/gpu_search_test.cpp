@@ -72,13 +72,16 @@ TEST_P(GpuSearch, SameResultsAsTheDefaultScheduleOnTheGpu) {
   got.for_each_element([&](const int* pos) {
     worst = std::max(worst, double(std::abs(got(pos) - expected(pos))) / std::max(1.0, double(std::abs(expected(pos)))));
   });
-  // Row reductions sum in another order on the GPU (partial results per thread).
-  EXPECT_LE(worst, 1e-5) << r.source;
+  // Reductions sum in another order on the GPU (partial results per thread): a few
+  // rounding steps of the result, which for a sum of everything (~10^5 terms) is ~1e-5 of
+  // it; a lost or doubled term would be ~1e-3.
+  const bool everything = GetParam() == "total_sum" || GetParam() == "matmul_sum";
+  EXPECT_LE(worst, everything ? 2e-4 : 1e-5) << r.source;
 }
 
 INSTANTIATE_TEST_SUITE_P(Pipelines, GpuSearch,
                          ::testing::Values("matmul", "softmax", "conv2d", "pointwise", "conv2d_wide", "max_pool2d",
-                                           "row_sum", "total_sum"));
+                                           "row_sum", "total_sum", "matmul_sum"));
 
 TEST(GpuSearchDecisions, TilesThreadsRowsAndVectors) {
   LoweredGraph mm = lower_case(find_case("matmul"));
