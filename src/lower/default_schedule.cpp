@@ -485,6 +485,30 @@ std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph&
   return scheduled;
 }
 
+std::map<std::string, bool> apply_default_gpu_matmul_schedule(LoweredGraph& lowered, const Halide::Target& target) {
+  KILN_CHECK(target.has_gpu_feature(), "the GPU matmul rules were asked to schedule for ", target.to_string());
+  std::map<std::string, bool> scheduled;
+  for (const StageInfo& s : lowered.stages) {
+    if (s.serial || !s.func.has_update_definition() || !is_matmul_accumulator(s.func)) continue;
+    schedule_accumulator(s, target, lowered);
+    scheduled[s.func.name()] = false;
+    // The stored product its epilogue reads (acc.in(), made by the rule).
+    scheduled[Func(s.func).in().name()] = false;
+  }
+  if (scheduled.empty()) return scheduled;
+  std::set<std::string> stages, outputs;
+  for (const StageInfo& s : lowered.stages) stages.insert(s.func.name());
+  for (const Func& out : lowered.outputs) outputs.insert(out.name());
+  for (Func& f : lowered.contraction_operands) {
+    // Stored contiguously, so the products read rows, not a transpose's strides.
+    if (scheduled.count(f.name()) || outputs.count(f.name()) || stages.count(f.name())) continue;
+    materialize(f, target);
+    scheduled[f.name()] = false;
+    log("schedule", f.name() + ": materialized (feeds a contraction)");
+  }
+  return scheduled;
+}
+
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target) {
   for (const StageInfo& s : lowered.stages) schedule_accumulator(s, target, lowered);
   // Epilogue hosts were scheduled with their matmuls (on the CPU).

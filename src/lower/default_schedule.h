@@ -28,4 +28,10 @@ void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target)
 std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
                                                                    const Halide::Target& target);
 
+// The GPU counterpart for matmuls only: each matmul accumulator with the rules' register
+// tiles per thread and its stored product, and the contraction operands stored
+// contiguously (a transposed operand read in place costs strided loads). Kiln's GPU
+// search plans the rest, conv2d included. Same return value.
+std::map<std::string, bool> apply_default_gpu_matmul_schedule(LoweredGraph& lowered, const Halide::Target& target);
+
 }  // namespace kiln

@@ -35,11 +35,12 @@ void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, co
   set_estimates(lowered, sizes);
   const autoschedule::MachineModel machine = autoschedule::machine_model(target);
   log("schedule", "Kiln: machine " + machine.str());
-  // On a CPU, contractions keep the rules' register tiles and packed operands; the search
-  // places everything else around them (reductions per row of their consumers, pointwise
-  // chains inlined or stored, loop shapes of the outputs). On a GPU the search plans all.
-  const autoschedule::FixedFuncs fixed =
-      target.has_gpu_feature() ? autoschedule::FixedFuncs{} : apply_default_cpu_contraction_schedule(lowered, target);
+  // Contractions keep the rules' register tiles and packed operands (on a GPU: matmuls,
+  // whose operands the rules store contiguously); the search places everything else around
+  // them (reductions per row of their consumers, pointwise chains inlined or stored, loop
+  // shapes of the outputs; on a GPU conv2d too).
+  const autoschedule::FixedFuncs fixed = target.has_gpu_feature() ? apply_default_gpu_matmul_schedule(lowered, target)
+                                                                   : apply_default_cpu_contraction_schedule(lowered, target);
   autoschedule::SearchResult r;
   try {
     r = autoschedule::schedule_pipeline(lowered.pipeline(), target, machine, nullptr, &fixed);

@@ -21,10 +21,10 @@ struct SizeEstimates {
 Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes);
 
 // Sets the estimates on the pipeline's inputs and outputs and schedules it with kiln's
-// search (KILN_LOG=schedule,fusion prints each decision). On a CPU target the
-// contractions first get the default rules' register tiles
-// (apply_default_cpu_contraction_schedule) and the search plans the rest; on a CUDA
-// target the GPU search plans everything.
+// search (KILN_LOG=schedule,fusion prints each decision). The contractions first get the
+// default rules' register tiles (apply_default_cpu_contraction_schedule on a CPU,
+// apply_default_gpu_matmul_schedule for a CUDA target's matmuls) and the search plans the
+// rest.
 void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes);
 
 }  // namespace kiln
