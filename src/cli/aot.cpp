@@ -12,7 +12,7 @@ namespace {
 const char* kAotOptions =
     "options: -o DIR (required), --target host|host-cuda|<Halide target> (default host), "
     "--name C_IDENTIFIER (default: the model's name), --embed-weights, --scheduler default|Kiln|rules "
-    "(default: Kiln for a CPU target, the rules for CUDA)";
+    "(default: Kiln)";
 
 std::string known_models() {
   std::string s;

@@ -38,7 +38,7 @@ std::vector<std::string> parse_schedulers(const std::string& v) {
 }
 
 // The impl of a compiled row: "kiln-compiled" with the default scheduler (what a user
-// gets: Kiln on a CPU, the rules on a GPU), "kiln-compiled-<scheduler>" when named.
+// gets: Kiln), "kiln-compiled-<scheduler>" when named.
 std::string compiled_impl(const std::string& scheduler) {
   return scheduler == "default" ? "kiln-compiled" : "kiln-compiled-" + scheduler;
 }

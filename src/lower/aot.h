@@ -23,8 +23,8 @@ struct AotOptions {
   AotWeights weights = AotWeights::Inputs;
   // One line for the README in the output folder (what the model is).
   std::string description;
-  // Who schedules the pipeline, as CompileOptions::scheduler: "default" (Kiln for a CPU
-  // target, the rules for CUDA), "Kiln" (CPU only) or "rules". Kiln plans for the graph's
+  // Who schedules the pipeline, as CompileOptions::scheduler: "default" (Kiln), "Kiln"
+  // or "rules". Kiln plans for the graph's
   // sizes (a dynamic dim: kDynamicDimEstimate).
   std::string scheduler = "default";
 };

@@ -4,7 +4,7 @@
 //              tiles for matmul and conv2d on a CPU; the GPU search on a CUDA target;
 //   "rules"    kiln's hand-written rules (lower/default_schedule.h): always valid, instant,
 //              CPU and CUDA;
-//   "default"  Kiln on a CPU target, the rules on a GPU target.
+//   "default"  Kiln (on CPU and CUDA targets alike).
 #pragma once
 
 #include <string>

@@ -107,8 +107,7 @@ std::optional<std::string> guard_failure(const std::vector<TensorMeta>& metas,
   return std::nullopt;
 }
 
-// The scheduler a compilation uses: the option, else KILN_SCHEDULER, else "default" (Kiln
-// on a CPU target, the rules on a GPU).
+// The scheduler a compilation uses: the option, else KILN_SCHEDULER, else "default" (Kiln).
 std::string resolve_scheduler(const CompileOptions& o, const Halide::Target& target) {
   const bool gpu = target_has_gpu(target);
   if (!o.scheduler.empty()) {

@@ -37,7 +37,7 @@ struct CompileOptions {
   Backend backend;
   // Who schedules that pipeline (kiln's own backend only): "Kiln" (kiln's autoscheduler,
   // planning for the sizes of the call that compiles, on a CPU or CUDA target), "rules"
-  // (kiln's hand-written rules) or "default" (Kiln on a CPU target, the rules on a GPU).
+  // (kiln's hand-written rules) or "default" (Kiln).
   // Empty: the environment's KILN_SCHEDULER=default|Kiln|rules, else "default".
   std::string scheduler;
   // Every dimension of every input is dynamic...

@@ -194,15 +194,15 @@ TEST(KilnScheduler, EnvironmentChoosesTheScheduler) {
   }
 }
 
-// Neither the option nor the environment: Kiln schedules CPU compilations; "default"
-// asked for by name is the same, and on a GPU target it means the rules.
-TEST(KilnScheduler, IsTheDefaultForCpuTargets) {
+// Neither the option nor the environment: Kiln schedules compilations; "default" asked
+// for by name is the same, on CPU and GPU targets.
+TEST(KilnScheduler, IsTheDefault) {
   auto fn = [](const Tensor& x) { return softmax(x, -1); };
   Tensor x = randn({9, 40}, 19);
   ScopedEnv unset("KILN_SCHEDULER", std::nullopt);
   EXPECT_TRUE(mentions(logged("schedule", [&] { compile(fn)(x); }), "Kiln: predicted"));
   EXPECT_TRUE(mentions(logged("schedule", [&] { compile(fn, with_scheduler("default"))(x); }), "Kiln: predicted"));
-  EXPECT_EQ(resolve_default_scheduler("default", /*gpu_target=*/true), "rules");
+  EXPECT_EQ(resolve_default_scheduler("default", /*gpu_target=*/true), "Kiln");
   EXPECT_EQ(resolve_default_scheduler("default", /*gpu_target=*/false), "Kiln");
   EXPECT_EQ(resolve_default_scheduler("rules", /*gpu_target=*/false), "rules");
   CompileOptions cuda = with_scheduler("default");
