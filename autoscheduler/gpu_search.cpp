@@ -735,12 +735,7 @@ struct GpuSearch {
   SearchResult run() {
     result.warnings = info.warnings;
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) place_func(info.at(*it));
-    std::map<std::string, Halide::Func> funcs;
-    for (const auto& [name, f] : info.funcs) funcs.emplace(name, Halide::Func(f.function));
-    ScheduleWriter w(info.order, funcs);
-    for (const auto& [name, f] : info.funcs) {
-      for (const std::string& rv : f.rvars) w.declare_rvar(name, rv);
-    }
+    ScheduleWriter w = writer_for(info);
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
       const FuncInfo& f = info.at(*it);
       if (is_fixed(f.name) || inlined.at(f.name) || f.function.has_extern_definition()) continue;

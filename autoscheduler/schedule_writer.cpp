@@ -237,4 +237,14 @@ std::string ScheduleWriter::source() const {
   return s;
 }
 
+ScheduleWriter writer_for(const PipelineInfo& info) {
+  std::map<std::string, Halide::Func> funcs;
+  for (const auto& [name, f] : info.funcs) funcs.emplace(name, Halide::Func(f.function));
+  ScheduleWriter w(info.order, funcs);
+  for (const auto& [name, f] : info.funcs) {
+    for (const std::string& rv : f.rvars) w.declare_rvar(name, rv);
+  }
+  return w;
+}
+
 }  // namespace kiln::autoschedule

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis.h"
+
 namespace kiln::autoschedule {
 
 class ScheduleWriter;
@@ -91,5 +93,8 @@ class ScheduleWriter {
   std::vector<std::string> var_decls_, func_decls_, lines_;
   int specializations_ = 0;
 };
+
+// A writer over the analysed pipeline's Funcs, their reduction variables declared.
+ScheduleWriter writer_for(const PipelineInfo& info);
 
 }  // namespace kiln::autoschedule

@@ -594,12 +594,7 @@ struct Search {
     result.warnings = info.warnings;
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) place_func(info.at(*it));
     check_knobs();
-    std::map<std::string, Halide::Func> funcs;
-    for (const auto& [name, f] : info.funcs) funcs.emplace(name, Halide::Func(f.function));
-    ScheduleWriter w(info.order, funcs);
-    for (const auto& [name, f] : info.funcs) {
-      for (const std::string& rv : f.rvars) w.declare_rvar(name, rv);
-    }
+    ScheduleWriter w = writer_for(info);
     // Outputs first (their loops are where tiles and rows are computed), then the rest.
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
       const FuncInfo& f = info.at(*it);
