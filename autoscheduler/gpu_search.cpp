@@ -58,20 +58,16 @@ size_t first_best(const std::vector<std::pair<Choice, GpuPrediction>>& scored) {
   return b;
 }
 
-struct PointwiseTiling {
-  int tx = 32, ty = 8, e = 1;
-};
-
 using GpuTiling = GpuContractionTiling;
 
-struct RowTiling {
-  int threads = 128, rows = 1;
-};
+// Runner-ups kept per decision: enough to fill any sensible --candidates.
+constexpr size_t kAlternativesPerDecision = 8;
 
 struct GpuSearch {
   const Halide::Pipeline& pipeline;
   const Halide::Target& target;
   const MachineModel& m;
+  const Knobs* knobs;  // forced choices, or null
   const FixedFuncs* fixed;
   PipelineInfo info;
   std::map<std::string, bool> inlined;
@@ -81,8 +77,88 @@ struct GpuSearch {
   std::map<std::string, std::string> at_rows;    // row reduction -> the output whose row blocks compute it
   SearchResult result;
 
-  GpuSearch(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm, const FixedFuncs* fx)
-      : pipeline(p), target(t), m(mm), fixed(fx), info(analyze(p)) {}
+  GpuSearch(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm, const Knobs* k,
+            const FixedFuncs* fx)
+      : pipeline(p), target(t), m(mm), knobs(k), fixed(fx), info(analyze(p)) {}
+
+  // ---- knobs ---------------------------------------------------------------------------
+
+  // The choice for `func` among `scored`: the cost model's best, or the knob's (of the
+  // kind `field` names) where one is given, scored by `predict`. The others become
+  // runner-ups, and the choice a knob of the result.
+  template <class T, class Predict>
+  std::pair<T, GpuPrediction> choose(const std::string& func, std::vector<std::pair<T, GpuPrediction>> scored,
+                                     std::map<std::string, T> Knobs::*field, const Predict& predict) {
+    const std::string key = stable_name(func);
+    std::pair<T, GpuPrediction> chosen = scored[first_best(scored)];
+    if (knobs) {
+      auto it = (knobs->*field).find(key);
+      if (it != (knobs->*field).end()) chosen = {it->second, predict(it->second)};
+    }
+    std::stable_sort(scored.begin(), scored.end(),
+                     [](const auto& a, const auto& b) { return a.second.total_s < b.second.total_s; });
+    size_t kept = 0;
+    for (const auto& [t, p] : scored) {
+      if (t == chosen.first || !p.fits) continue;
+      if (kept++ >= kAlternativesPerDecision) break;
+      Knobs change;
+      (change.*field)[key] = t;
+      result.alternatives.push_back({func, change, p.total_s - chosen.second.total_s});
+    }
+    (result.knobs.*field)[key] = chosen.first;
+    return chosen;
+  }
+
+  // Knobs must name decisions of this pipeline, with values a kernel can take: checked
+  // after placement (which schedules nothing) and before the first directive, so a stale
+  // knob leaves the pipeline untouched.
+  void check_knobs() const {
+    if (!knobs) return;
+    auto func_named = [&](const std::string& key, const char* kind, auto fits) -> const FuncInfo& {
+      for (const auto& [name, f] : info.funcs) {
+        if (stable_name(name) == key && !is_fixed(name) && fits(f)) return f;
+      }
+      user_error("tuning knobs: ", key, " is not ", kind, " in this pipeline (re-run kiln tune for this pipeline)");
+    };
+    auto check_threads = [](const std::string& key, int threads) {
+      if (threads < 32 || threads > 1024) {
+        user_error("tuning knobs: ", key, " asks for blocks of ", threads, " threads; a CUDA block holds 32 to 1024");
+      }
+    };
+    auto check_vector = [](const std::string& key, int e, const FuncInfo& f) {
+      const int most = vector_elems(f.bytes);
+      if (e < 1 || e > most || (e & (e - 1))) {
+        user_error("tuning knobs: ", key, " asks for ", e, " adjacent elements per thread; ", f.name,
+                   " takes a power of two from 1 to ", most, " (one 128-bit vector)");
+      }
+    };
+    for (const auto& [key, t] : knobs->gpu_tiles) {
+      const FuncInfo& f = func_named(key, "a contraction the GPU search tiles", [](const FuncInfo& f) {
+        return f.reduction == ReductionKind::Contraction && f.vars.size() >= 2;
+      });
+      check_threads(key, t.tx * t.ty);
+      check_vector(key, t.cols, f);
+      if (t.rows < 1 || t.unroll < 1 || t.tx < 1 || t.ty < 1) {
+        user_error("tuning knobs: ", key, "'s rows, threads and unroll must be at least 1");
+      }
+    }
+    for (const auto& [key, t] : knobs->gpu_rows) {
+      func_named(key, "a row reduction or an output fused with the row reductions it reads", [&](const FuncInfo& f) {
+        return f.reduction == ReductionKind::Row || is_fused_row_host(f.name);
+      });
+      check_threads(key, t.threads * t.rows);
+      if (t.rows < 1 || t.threads < 1) user_error("tuning knobs: ", key, "'s threads and rows must be at least 1");
+    }
+    for (const auto& [key, t] : knobs->gpu_blocks) {
+      const FuncInfo& f = func_named(key, "a Func with a kernel of its own, one thread per point", [&](const FuncInfo& f) {
+        return !inlined.at(f.name) && !f.vars.empty() && !at_rows.count(f.name) && !hosted.count(f.name) &&
+               !is_fused_row_host(f.name) && f.reduction != ReductionKind::Contraction;
+      });
+      check_threads(key, t.tx * t.ty);
+      check_vector(key, t.e, f);
+      if (t.tx < 1 || t.ty < 1) user_error("tuning knobs: ", key, "'s threads must be at least 1");
+    }
+  }
 
   bool is_fixed(const std::string& name) const { return fixed && fixed->count(name); }
 
@@ -191,7 +267,7 @@ struct GpuSearch {
 
   // ---- pointwise kernels -------------------------------------------------------------
 
-  GpuStagePlan pointwise_plan(const FuncInfo& f, const PointwiseTiling& t, double flops_per_point) const {
+  GpuStagePlan pointwise_plan(const FuncInfo& f, const GpuBlockTiling& t, double flops_per_point) const {
     GpuStagePlan p;
     const double cols = double(f.extents[0]);
     double rows = 1;
@@ -208,9 +284,9 @@ struct GpuSearch {
     return p;
   }
 
-  PointwiseTiling choose_pointwise(const FuncInfo& f, double flops_per_point, bool vectors, GpuPrediction* best) {
+  GpuBlockTiling choose_pointwise(const FuncInfo& f, double flops_per_point, bool vectors, GpuPrediction* best) {
     const int max_e = vectors ? vector_elems(f.bytes) : 1;
-    std::vector<std::pair<PointwiseTiling, GpuPrediction>> scored;
+    std::vector<std::pair<GpuBlockTiling, GpuPrediction>> scored;
     const double cols = double(f.extents[0]);
     // Widest vectors and largest blocks first: of near-equal choices the first wins, and
     // those keep more bytes in flight than the model's latency term credits.
@@ -220,21 +296,23 @@ struct GpuSearch {
           if (tx * ty < 64 || tx * ty > 512) continue;
           if (tx > 32 && double(tx) * e > 2 * cols) continue;  // mostly idle threads
           if (f.vars.size() == 1 && ty > 1) continue;
-          const PointwiseTiling t{tx, ty, e};
+          const GpuBlockTiling t{tx, ty, e};
           scored.push_back({t, predict_gpu(pointwise_plan(f, t, flops_per_point), m)});
         }
       }
     }
     if (scored.empty()) scored.push_back({{32, 1, 1}, predict_gpu(pointwise_plan(f, {32, 1, 1}, flops_per_point), m)});
-    const size_t b = first_best(scored);
-    *best = scored[b].second;
-    return scored[b].first;
+    const auto chosen = choose(f.name, scored, &Knobs::gpu_blocks, [&](const GpuBlockTiling& t) {
+      return predict_gpu(pointwise_plan(f, t, flops_per_point), m);
+    });
+    *best = chosen.second;
+    return chosen.first;
   }
 
   // Loops of a pointwise stage over `vars`: e adjacent elements per thread (a vector),
   // tx x ty threads per block. Row tiles are the blocks' x dim (the larger count), column
   // tiles their y dim.
-  void pointwise_loops(StageWriter s, const std::vector<std::string>& vars, const PointwiseTiling& t, bool vector,
+  void pointwise_loops(StageWriter s, const std::vector<std::string>& vars, const GpuBlockTiling& t, bool vector,
                        TailStrategy vector_tail) {
     const std::string x = vars[0];
     std::string cx = x;
@@ -275,12 +353,12 @@ struct GpuSearch {
     const double flops = flops_with_inlined(f);
     GpuPrediction pr;
     const bool output = f.is_output;
-    PointwiseTiling t = choose_pointwise(f, flops, output, &pr);
+    GpuBlockTiling t = choose_pointwise(f, flops, output, &pr);
     if (output && t.e > 1) {
       // Vectors where the extent is a multiple of them (aligned 128-bit accesses).
       pointwise_loops(w.specialize_divisible(f.name, t.e, t.e * t.tx), f.vars, t, true, TailStrategy::RoundUp);
     }
-    PointwiseTiling scalar = t;
+    GpuBlockTiling scalar = t;
     scalar.e = 1;
     pointwise_loops(w.stage(f.name), f.vars, scalar, false, TailStrategy::GuardWithIf);
     result.predicted_s += pr.total_s;
@@ -321,9 +399,11 @@ struct GpuSearch {
       if (!scored.empty()) break;
     }
     KILN_CHECK(!scored.empty(), f.name, ": no GPU register tiling fits");
-    const size_t b = first_best(scored);
-    *best = scored[b].second;
-    return scored[b].first;
+    const auto chosen = choose(f.name, scored, &Knobs::gpu_tiles, [&](const GpuTiling& t) {
+      return predict_gpu(gpu_contraction_plan(s, t, m), m);
+    });
+    *best = chosen.second;
+    return chosen.first;
   }
 
   // The loops of a contraction's host (its output, or a stored copy of it) over `vars`:
@@ -411,7 +491,7 @@ struct GpuSearch {
     return 0;
   }
 
-  GpuStagePlan row_plan(const FuncInfo& f, const RowTiling& t) const {
+  GpuStagePlan row_plan(const FuncInfo& f, const GpuRowTiling& t) const {
     GpuStagePlan p;
     const double k = f.rvar_extents.empty() ? 1 : double(f.rvar_extents[0]);
     const double rest = f.reduction_trips() / k;
@@ -441,8 +521,8 @@ struct GpuSearch {
 
   // Row tilings to score: `threads` along the row (each a strided slice of it), `rows`
   // rows per block.
-  std::vector<RowTiling> row_tilings(double k) const {
-    std::vector<RowTiling> out;
+  std::vector<GpuRowTiling> row_tilings(double k) const {
+    std::vector<GpuRowTiling> out;
     for (int threads : {32, 64, 128, 256, 512}) {
       for (int rows : {1, 2, 4, 8, 16}) {
         if (threads * rows < 64 || threads * rows > 1024 || threads > 2 * k) continue;
@@ -509,14 +589,14 @@ struct GpuSearch {
   }
 
   void schedule_row_reduction(ScheduleWriter& w, const FuncInfo& f) {
-    std::vector<std::pair<RowTiling, GpuPrediction>> scored;
-    for (const RowTiling& t : row_tilings(row_length(f))) scored.push_back({t, predict_gpu(row_plan(f, t), m)});
+    std::vector<std::pair<GpuRowTiling, GpuPrediction>> scored;
+    for (const GpuRowTiling& t : row_tilings(row_length(f))) scored.push_back({t, predict_gpu(row_plan(f, t), m)});
     if (scored.empty()) {
       schedule_serial_reduction(w, f, "too short to split");
       return;
     }
-    const size_t b = first_best(scored);
-    const RowTiling t = scored[b].first;
+    const auto [t, pr] =
+        choose(f.name, scored, &Knobs::gpu_rows, [&](const GpuRowTiling& t) { return predict_gpu(row_plan(f, t), m); });
     std::string why;
     const std::string partial = rfactor_row(w, f, t.threads, &why);
     if (partial.empty()) {
@@ -526,7 +606,6 @@ struct GpuSearch {
     w.compute_root(f.name);
     for (int stage : {-1, 0}) row_blocks(w.stage(f.name, stage), f, t.rows);
     partial_results_per_block(w, f, partial, f.name);
-    const GpuPrediction& pr = scored[b].second;
     result.predicted_s += pr.total_s;
     std::ostringstream o;
     o << f.name << ": " << t.threads << " threads per row (partial results in shared memory), " << t.rows
@@ -539,7 +618,7 @@ struct GpuSearch {
   // rows (threads x rows partial results, then one thread per row) into shared memory,
   // then computing the output's rows with the same threads, the rows still in L1/L2.
   GpuStagePlan fused_rows_plan(const FuncInfo& h, const std::vector<const FuncInfo*>& members,
-                               const RowTiling& t) const {
+                               const GpuRowTiling& t) const {
     GpuStagePlan p;
     const double cols = double(h.extents[0]);
     p.threads = t.threads * t.rows;
@@ -569,11 +648,12 @@ struct GpuSearch {
     }
     double k = 0;
     for (const FuncInfo* f : members) k = std::max(k, row_length(*f));
-    std::vector<std::pair<RowTiling, GpuPrediction>> scored;
-    for (const RowTiling& t : row_tilings(k)) scored.push_back({t, predict_gpu(fused_rows_plan(h, members, t), m)});
+    std::vector<std::pair<GpuRowTiling, GpuPrediction>> scored;
+    for (const GpuRowTiling& t : row_tilings(k)) scored.push_back({t, predict_gpu(fused_rows_plan(h, members, t), m)});
     if (scored.empty()) scored.push_back({{32, 2}, predict_gpu(fused_rows_plan(h, members, {32, 2}), m)});
-    const size_t b = first_best(scored);
-    const RowTiling t = scored[b].first;
+    const auto [t, pr] = choose(h.name, scored, &Knobs::gpu_rows, [&](const GpuRowTiling& t) {
+      return predict_gpu(fused_rows_plan(h, members, t), m);
+    });
     w.compute_root(h.name);
     StageWriter s = w.stage(h.name);
     // Each thread walks its row in steps of `threads` columns (adjacent threads, adjacent
@@ -619,7 +699,6 @@ struct GpuSearch {
                              (partial.empty() ? " (serial per row: Halide cannot rfactor it: " + why + ")"
                                               : " (" + std::to_string(t.threads) + " partial results per row)"));
     }
-    const GpuPrediction& pr = scored[b].second;
     result.predicted_s += pr.total_s;
     std::ostringstream o;
     o << h.name << ": one kernel for " << members.size() << " row reductions and the output, " << t.threads
@@ -637,7 +716,7 @@ struct GpuSearch {
       return;
     }
     GpuPrediction pr;
-    PointwiseTiling t = choose_pointwise(f, f.flops_per_point + f.update_flops * f.reduction_trips(), false, &pr);
+    GpuBlockTiling t = choose_pointwise(f, f.flops_per_point + f.update_flops * f.reduction_trips(), false, &pr);
     pointwise_loops(w.stage(f.name), f.vars, t, false, TailStrategy::GuardWithIf);
     for (int u = 0; u < int(f.function.updates().size()); ++u) {
       // Updates whose pure vars are all the Func's can run over them in parallel; others
@@ -735,6 +814,7 @@ struct GpuSearch {
   SearchResult run() {
     result.warnings = info.warnings;
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) place_func(info.at(*it));
+    check_knobs();
     ScheduleWriter w = writer_for(info);
     for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
       const FuncInfo& f = info.at(*it);
@@ -794,10 +874,10 @@ GpuStagePlan gpu_contraction_plan(const ContractionShape& s, const GpuContractio
 }
 
 SearchResult schedule_gpu_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                                   const MachineModel& machine, const FixedFuncs* fixed) {
+                                   const MachineModel& machine, const Knobs* knobs, const FixedFuncs* fixed) {
   KILN_CHECK(target.has_feature(Halide::Target::CUDA), "the Kiln GPU search plans CUDA targets, not ",
              target.to_string());
-  GpuSearch s(pipeline, target, machine, fixed);
+  GpuSearch s(pipeline, target, machine, knobs, fixed);
   return s.run();
 }
 

@@ -71,15 +71,33 @@ std::string stable_name(const std::string& name) {
   return out;
 }
 
-bool Knobs::operator==(const Knobs& o) const { return tiles == o.tiles && bands == o.bands; }
+bool Knobs::empty() const {
+  return tiles.empty() && bands.empty() && gpu_tiles.empty() && gpu_blocks.empty() && gpu_rows.empty();
+}
+
+bool Knobs::operator==(const Knobs& o) const {
+  return tiles == o.tiles && bands == o.bands && gpu_tiles == o.gpu_tiles && gpu_blocks == o.gpu_blocks &&
+         gpu_rows == o.gpu_rows;
+}
+
+void Knobs::merge(const Knobs& change) {
+  for (const auto& [f, t] : change.tiles) tiles[f] = t;
+  for (const auto& [f, b] : change.bands) bands[f] = b;
+  for (const auto& [f, t] : change.gpu_tiles) gpu_tiles[f] = t;
+  for (const auto& [f, t] : change.gpu_blocks) gpu_blocks[f] = t;
+  for (const auto& [f, t] : change.gpu_rows) gpu_rows[f] = t;
+}
 
 std::string Knobs::str() const {
   std::ostringstream o;
-  for (const auto& [f, t] : tiles) {
-    o << (o.tellp() > 0 ? "; " : "") << f << ": " << t.rows << "x" << t.vectors << " tiles, block "
-      << int(t.block) << ", band " << t.band;
+  auto next = [&o](const std::string& f) -> std::ostream& { return o << (o.tellp() > 0 ? "; " : "") << f << ": "; };
+  for (const auto& [f, t] : tiles) next(f) << t.rows << "x" << t.vectors << " tiles, block " << int(t.block) << ", band " << t.band;
+  for (const auto& [f, b] : bands) next(f) << "band " << b;
+  for (const auto& [f, t] : gpu_tiles) {
+    next(f) << t.rows << "x" << t.cols << " per thread, " << t.tx << "x" << t.ty << " threads, unroll " << t.unroll;
   }
-  for (const auto& [f, b] : bands) o << (o.tellp() > 0 ? "; " : "") << f << ": band " << b;
+  for (const auto& [f, t] : gpu_blocks) next(f) << t.tx << "x" << t.ty << " threads, " << t.e << " per thread";
+  for (const auto& [f, t] : gpu_rows) next(f) << t.threads << " threads per row, " << t.rows << " rows per block";
   return o.str();
 }
 
@@ -96,16 +114,6 @@ struct TileChoice {
   std::string func;  // the contraction computed per tile
   ContractionTiling tiling;
   Prediction prediction;
-};
-
-// A runner-up of one decision: the knobs with `func`'s knob replaced, and how much
-// slower the cost model thinks the pipeline becomes.
-struct Alternative {
-  std::string func;
-  bool is_tile = false;
-  ContractionTiling tiling;
-  int band = 1;
-  double extra_s = 0;
 };
 
 // Runner-ups kept per decision: enough to fill any sensible --candidates.
@@ -272,7 +280,9 @@ struct Search {
     for (const TileChoice& c : scored) {
       if (c.tiling == chosen.tiling) continue;
       if (count_alternatives(f.name) >= kAlternativesPerDecision) break;
-      alternatives.push_back({f.name, true, c.tiling, 1, c.prediction.total_s - chosen.prediction.total_s});
+      Knobs change;
+      change.tiles[stable_name(f.name)] = c.tiling;
+      alternatives.push_back({f.name, change, c.prediction.total_s - chosen.prediction.total_s});
     }
     result.knobs.tiles[stable_name(f.name)] = chosen.tiling;
     return chosen;
@@ -394,7 +404,10 @@ struct Search {
     std::pair<int, double> chosen = scored[first_best(scored, [](const auto& c) { return c.second; })];
     if (auto k = knob_band(h.name)) chosen = {*k, predict(row_plan(h, flops_per_point, rows, *k), m).total_s};
     for (const auto& [band, t] : scored) {
-      if (band != chosen.first) alternatives.push_back({h.name, false, {}, band, t - chosen.second});
+      if (band == chosen.first) continue;
+      Knobs change;
+      change.bands[stable_name(h.name)] = band;
+      alternatives.push_back({h.name, change, t - chosen.second});
     }
     result.knobs.bands[stable_name(h.name)] = chosen.first;
     return chosen.first;
@@ -611,6 +624,7 @@ struct Search {
       }
     }
     result.source = w.source();
+    result.alternatives = alternatives;
     return result;
   }
 };
@@ -620,11 +634,15 @@ struct Search {
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                const MachineModel& machine, const Knobs* knobs, const FixedFuncs* fixed) {
   if (target.has_gpu_feature()) {
-    if (knobs && !knobs->empty()) {
-      user_error("tuning knobs (", knobs->str(), ") are for the CPU search; the Kiln GPU search for ",
-                 target.to_string(), " has no knobs yet (drop the tuning database entry, or use db=none)");
+    if (knobs && !(knobs->tiles.empty() && knobs->bands.empty())) {
+      user_error("tuning knobs (", knobs->str(), ") are the CPU search's; ", target.to_string(),
+                 " is planned by the Kiln GPU search (drop the tuning database entry, or use db=none)");
     }
-    return schedule_gpu_pipeline(pipeline, target, machine, fixed);
+    return schedule_gpu_pipeline(pipeline, target, machine, knobs, fixed);
+  }
+  if (knobs && !(knobs->gpu_tiles.empty() && knobs->gpu_blocks.empty() && knobs->gpu_rows.empty())) {
+    user_error("tuning knobs (", knobs->str(), ") are the GPU search's; ", target.to_string(),
+               " is planned by the Kiln CPU search (drop the tuning database entry, or use db=none)");
   }
   Search s(pipeline, target, machine, knobs, fixed);
   return s.run();
@@ -632,28 +650,22 @@ SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::T
 
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                          const MachineModel& machine, int n) {
-  if (target.has_gpu_feature()) {
-    const SearchResult r = schedule_gpu_pipeline(pipeline, target, machine);
-    return {Candidate{r.knobs, r.predicted_s}};
-  }
-  Search s(pipeline, target, machine, nullptr);
-  const SearchResult best = s.run();
-  auto with = [&](Candidate c, const Alternative& a) {
-    if (a.is_tile) c.knobs.tiles[stable_name(a.func)] = a.tiling;
-    else c.knobs.bands[stable_name(a.func)] = a.band;
+  const SearchResult best = schedule_pipeline(pipeline, target, machine);
+  auto with = [](Candidate c, const Alternative& a) {
+    c.knobs.merge(a.change);
     c.predicted_s += a.extra_s;
     return c;
   };
   const Candidate chosen{best.knobs, best.predicted_s};
   std::vector<Candidate> out = {chosen};
-  for (const Alternative& a : s.alternatives) out.push_back(with(chosen, a));
+  for (const Alternative& a : best.alternatives) out.push_back(with(chosen, a));
   // Two knobs of different decisions at once, from each decision's best runner-ups: each
   // stage's cost depends on its own knob only, so the prediction is still exact.
   constexpr size_t kPairedPerDecision = 3;
   std::map<std::string, size_t> taken;
   std::vector<const Alternative*> leading;
   std::vector<const Alternative*> sorted;
-  for (const Alternative& a : s.alternatives) sorted.push_back(&a);
+  for (const Alternative& a : best.alternatives) sorted.push_back(&a);
   std::stable_sort(sorted.begin(), sorted.end(), [](const Alternative* a, const Alternative* b) { return a->extra_s < b->extra_s; });
   for (const Alternative* a : sorted) {
     if (taken[a->func]++ < kPairedPerDecision) leading.push_back(a);

@@ -27,6 +27,29 @@ struct ContractionTiling {
   bool operator==(const ContractionTiling& o) const = default;
 };
 
+// The GPU version of a contraction's tiling: each thread accumulates `rows` x `cols` points (cols adjacent, one
+// vector) over the reduction, unrolled by `unroll` steps (an inner reduction dim of up
+// to 8 is unrolled whole instead); blocks of `tx` x `ty` threads.
+struct GpuContractionTiling {
+  int rows = 1, cols = 1, tx = 32, ty = 8, unroll = 1;
+  bool operator==(const GpuContractionTiling& o) const = default;
+};
+
+// A GPU kernel of one thread per point (pointwise stages, reductions serial per point):
+// blocks of `tx` x `ty` threads, each `e` adjacent elements of the innermost dim as one
+// vector.
+struct GpuBlockTiling {
+  int tx = 32, ty = 8, e = 1;
+  bool operator==(const GpuBlockTiling& o) const = default;
+};
+
+// A GPU row reduction (alone, or fused into the row blocks of the output that reads it):
+// `threads` per row, each reducing a strided slice, `rows` rows per block.
+struct GpuRowTiling {
+  int threads = 128, rows = 1;
+  bool operator==(const GpuRowTiling& o) const = default;
+};
+
 // A Func's name without the "$<n>" suffixes Halide adds to keep names unique within a
 // process: "matmul_acc$9" -> "matmul_acc". Knobs and fingerprints use it, so that they
 // hold across processes that built other Funcs first.
@@ -36,11 +59,26 @@ std::string stable_name(const std::string& name);
 // database stores, so that a measured winner can be applied again to the same pipeline.
 // A Func without an entry gets the cost model's choice.
 struct Knobs {
+  // The CPU search's.
   std::map<std::string, ContractionTiling> tiles;  // contraction -> its register tiling
   std::map<std::string, int> bands;                // output -> rows per parallel task
-  bool empty() const { return tiles.empty() && bands.empty(); }
+  // The GPU search's.
+  std::map<std::string, GpuContractionTiling> gpu_tiles;  // contraction -> its per-thread tiling
+  std::map<std::string, GpuBlockTiling> gpu_blocks;       // one-thread-per-point kernel -> its blocks
+  std::map<std::string, GpuRowTiling> gpu_rows;           // row reduction, or fused row host -> its rows
+  bool empty() const;
   bool operator==(const Knobs& o) const;
-  std::string str() const;  // "matmul_acc: 6x2 block 0 band 4; out: band 8"
+  // Every knob of `change` replaces this one's of the same Func and kind.
+  void merge(const Knobs& change);
+  std::string str() const;  // "matmul_acc: 6x2 tiles, block 0, band 4; out: band 8"
+};
+
+// A runner-up of one decision: `change` is its one knob that differs from the chosen
+// schedule's, `extra_s` how much slower the cost model thinks the pipeline becomes.
+struct Alternative {
+  std::string func;
+  Knobs change;
+  double extra_s = 0;
 };
 
 struct SearchResult {
@@ -49,6 +87,7 @@ struct SearchResult {
   std::vector<std::string> warnings;   // missing estimates, defaults used
   double predicted_s = 0;              // the cost model's time for the whole pipeline
   Knobs knobs;                         // every choice made, as knobs
+  std::vector<Alternative> alternatives;  // runner-ups of each decision, for ranked_candidates
 };
 
 // Funcs scheduled before the search, by name (true: left inline, false: with loops of
@@ -59,7 +98,7 @@ using FixedFuncs = std::map<std::string, bool>;
 // Schedules `pipeline` (its Funcs are modified) for a CPU target, or a CUDA target (the
 // GPU search). With `knobs`, their choices replace the cost model's; a knob naming a Func
 // the pipeline lacks, or of the wrong kind, is a kiln::Error raised before anything is
-// scheduled. The GPU search has no knobs yet: knobs for a GPU target are an error.
+// scheduled. CPU knobs for a GPU target, or GPU knobs for a CPU target, are an error too.
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                const MachineModel& machine, const Knobs* knobs = nullptr,
                                const FixedFuncs* fixed = nullptr);
@@ -67,7 +106,8 @@ SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::T
 // The GPU search (gpu_search.cpp): blocks, threads and per-thread tiles for a CUDA
 // target; schedule_pipeline calls it for targets with a GPU feature.
 SearchResult schedule_gpu_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                                   const MachineModel& machine, const FixedFuncs* fixed = nullptr);
+                                   const MachineModel& machine, const Knobs* knobs = nullptr,
+                                   const FixedFuncs* fixed = nullptr);
 
 // One schedule the search could pick, with its predicted time.
 struct Candidate {
@@ -79,8 +119,8 @@ struct Candidate {
 // with one knob replaced by a runner-up of that decision (another register tiling, another
 // task size), or two knobs of different decisions replaced by their leading runner-ups.
 // Each stage's cost depends on its own knob only, so predictions stay exact sums of the
-// stages' costs. Schedules `pipeline` while searching: pass a throwaway copy. For a GPU
-// target the cost model's choice is the only candidate (no GPU knobs yet).
+// stages' costs. Schedules `pipeline` while searching: pass a throwaway copy. GPU targets
+// rank the GPU search's choices the same way (per-thread tilings, blocks, rows per block).
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                          const MachineModel& machine, int n);
 
@@ -104,13 +144,6 @@ StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t
 struct FuncInfo;
 ContractionShape contraction_shape(const FuncInfo& f);
 
-// The GPU version: each thread accumulates `rows` x `cols` points (cols adjacent, one
-// vector) over the reduction, unrolled by `unroll` steps (an inner reduction dim of up
-// to 8 is unrolled whole instead); blocks of `tx` x `ty` threads.
-struct GpuContractionTiling {
-  int rows = 1, cols = 1, tx = 32, ty = 8, unroll = 1;
-  bool operator==(const GpuContractionTiling& o) const = default;
-};
 // Reduction steps one iteration of the thread's loop unrolls.
 int gpu_unrolled_steps(const ContractionShape& s, int unroll);
 GpuStagePlan gpu_contraction_plan(const ContractionShape& s, const GpuContractionTiling& t, const MachineModel& m);

@@ -19,19 +19,31 @@ namespace kiln::autoschedule {
 namespace {
 
 json::Value knobs_to_json(const Knobs& k) {
-  json::Object tiles, bands;
+  json::Object tiles, bands, gpu_tiles, gpu_blocks, gpu_rows;
   for (const auto& [f, t] : k.tiles) {
     tiles[f] = json::Object{{"rows", t.rows},   {"vectors", t.vectors}, {"lanes", t.lanes},
                             {"block", t.block}, {"band", t.band},       {"parallel", t.parallel}};
   }
   for (const auto& [f, b] : k.bands) bands[f] = b;
-  return json::Object{{"tiles", tiles}, {"bands", bands}};
+  for (const auto& [f, t] : k.gpu_tiles) {
+    gpu_tiles[f] = json::Object{{"rows", t.rows}, {"cols", t.cols}, {"tx", t.tx}, {"ty", t.ty}, {"unroll", t.unroll}};
+  }
+  for (const auto& [f, t] : k.gpu_blocks) gpu_blocks[f] = json::Object{{"tx", t.tx}, {"ty", t.ty}, {"e", t.e}};
+  for (const auto& [f, t] : k.gpu_rows) gpu_rows[f] = json::Object{{"threads", t.threads}, {"rows", t.rows}};
+  return json::Object{{"tiles", tiles},           {"bands", bands},         {"gpu_tiles", gpu_tiles},
+                      {"gpu_blocks", gpu_blocks}, {"gpu_rows", gpu_rows}};
 }
 
 int integer(const json::Value& v) {
   const double d = v.as_number();
   if (d != double(int(d))) throw json::ParseError{"expected an integer, not " + std::to_string(d)};
   return int(d);
+}
+
+// The object under `key`, or an empty one (entries written before GPU knobs lack them).
+const json::Object& object_or_empty(const json::Value& v, const std::string& key) {
+  static const json::Object empty;
+  return v.has(key) ? v.at(key).as_object() : empty;
 }
 
 Knobs knobs_from_json(const json::Value& v) {
@@ -41,6 +53,16 @@ Knobs knobs_from_json(const json::Value& v) {
                   integer(t.at("band")), t.at("parallel").as_bool()};
   }
   for (const auto& [f, b] : v.at("bands").as_object()) k.bands[f] = integer(b);
+  for (const auto& [f, t] : object_or_empty(v, "gpu_tiles")) {
+    k.gpu_tiles[f] = {integer(t.at("rows")), integer(t.at("cols")), integer(t.at("tx")), integer(t.at("ty")),
+                      integer(t.at("unroll"))};
+  }
+  for (const auto& [f, t] : object_or_empty(v, "gpu_blocks")) {
+    k.gpu_blocks[f] = {integer(t.at("tx")), integer(t.at("ty")), integer(t.at("e"))};
+  }
+  for (const auto& [f, t] : object_or_empty(v, "gpu_rows")) {
+    k.gpu_rows[f] = {integer(t.at("threads")), integer(t.at("rows"))};
+  }
   return k;
 }
 

@@ -82,8 +82,8 @@ std::string halide_lib_dir() {
 constexpr const char* kKilnTuned = "Kiln-tuned";
 
 std::vector<std::string> schedules_for(bool gpu) {
-  // Adams2019 plans for CPUs only, Anderson2021 for GPUs only; kiln tunes CPU targets only.
-  if (gpu) return {"manual", "default", "Kiln", "Mullapudi2016", "Li2018", "Anderson2021"};
+  // Adams2019 plans for CPUs only, Anderson2021 for GPUs only.
+  if (gpu) return {"manual", "default", "Kiln", kKilnTuned, "Mullapudi2016", "Li2018", "Anderson2021"};
   return {"manual", "default", "Kiln", kKilnTuned, "Mullapudi2016", "Adams2019", "Li2018"};
 }
 

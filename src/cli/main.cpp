@@ -22,9 +22,10 @@ const char* kUsage =
     "               [--function NAME] [--db PATH|none]\n"
     "      schedule a kernel-library generator with the Kiln autoscheduler (its tuned entry\n"
     "      when the tuning database has one) and write the schedule file\n"
-    "  tune <generator>[:param=value...] [--target host] [--budget-s S] [--candidates N]\n"
-    "       [--reps N] [--db PATH]\n"
-    "      time the Kiln autoscheduler's best candidates on this machine; the fastest goes\n"
+    "  tune <generator>[:param=value...] [--target host|host-cuda|<Halide target>]\n"
+    "       [--budget-s S] [--candidates N] [--reps N] [--db PATH]\n"
+    "      time the Kiln autoscheduler's best candidates on this machine (its GPU for a\n"
+    "      CUDA target); the fastest goes\n"
     "      into the tuning database (--db > $KILN_TUNING_DB > ./kiln_tuning.json)\n";
 }
 

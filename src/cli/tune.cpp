@@ -1,5 +1,6 @@
 // kiln tune: the Kiln autoscheduler's best candidates for one kernel-library generator,
-// each compiled and timed on this machine at the generator's estimate sizes; the fastest
+// each compiled and timed on this machine (its CPU, or its GPU for a CUDA target) at the
+// generator's estimate sizes; the fastest
 // goes into the tuning database, where the Kiln plugin (kiln_add_kernel_library(...
 // SCHEDULE Kiln), kiln autoschedule) finds it.
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "autoschedule.h"
 #include "cli/commands.h"
 #include "cli/generator_args.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "kernel_spec.h"
 #include "kernel_timing.h"
@@ -27,7 +29,7 @@ struct Args {
 };
 
 const char* kOptions =
-    "options: --target host|<Halide target>, --budget-s S, --candidates N, --reps N, --db PATH";
+    "options: --target host|host-cuda|<Halide target>, --budget-s S, --candidates N, --reps N, --db PATH";
 
 double positive_number(const std::string& option, const std::string& text) {
   try {
@@ -83,8 +85,12 @@ void print_summary(const autoschedule::TuneResult& r, const std::string& path) {
 int tune(const std::vector<std::string>& argv) {
   const Args a = parse(argv);
   const Halide::Target target = parse_target(a.target, "tune");
-  if (target.has_gpu_feature()) {
-    user_error("tune: the Kiln autoscheduler tunes CPU targets only so far, not ", target.to_string());
+  if (target.has_gpu_feature() && !target.has_feature(Halide::Target::CUDA)) {
+    user_error("tune: the Kiln autoscheduler plans CPU and CUDA targets, not ", target.to_string());
+  }
+  if (target.has_feature(Halide::Target::CUDA) && !cuda_available()) {
+    user_error("tune: --target ", a.target, " times its candidates on a CUDA GPU, and none was found here; ",
+               "tune on the machine the kernels will run on");
   }
   const kernels::KernelSpec spec = kernels::make_spec(a.generator.name, a.generator.params);
   // Fail before timing anything if the result could not be saved.

@@ -130,7 +130,7 @@ TEST(KilnTuneCommand, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"tune", "no generator; usage: kiln tune <generator>"},
       {"tune softmax --budget-s zero", "--budget-s takes a positive number, not 'zero'"},
       {"tune softmax --frobnicate", "unknown option '--frobnicate'; options: --target"},
-      {"tune softmax --target host-cuda", "tunes CPU targets only"},
+      {"tune softmax --target host-opencl", "plans CPU and CUDA targets, not"},
       {"tune softmax --target pdp11", "is not a target; use host or a Halide target string"},
       {"tune unary:op", "parameters are written <generator>:<name>=<value>"},
       {"tune unary:op=nope", "parameter op='nope' is not allowed; it takes one of: relu"},
@@ -146,4 +146,11 @@ TEST(KilnTuneCommand, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
     EXPECT_NE(r.output.find(message), std::string::npos) << args << ": " << r.output;
   }
   EXPECT_EQ(kiln::as_test::read_text(corrupt), "{\"format\": \"kiln-tuning-db\"");  // untouched
+}
+
+TEST(KilnTuneCommand, CudaTargetsNeedAGpuToTimeOn) {
+  if (kiln::cuda_available()) GTEST_SKIP() << "a CUDA GPU is present: kiln tune --target host-cuda would tune on it";
+  const CommandRun r = run_kiln("tune softmax --target host-cuda --db none.json");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("times its candidates on a CUDA GPU, and none was found here"), std::string::npos) << r.output;
 }

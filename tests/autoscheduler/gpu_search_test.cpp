@@ -107,15 +107,27 @@ TEST(GpuSearchDecisions, TilesThreadsRowsAndVectors) {
   EXPECT_TRUE(any_decision(r, "adjacent elements per thread")) << r.source;
 }
 
-TEST(GpuSearchDecisions, KnobsAndOtherGpuApisAreErrors) {
+TEST(GpuSearchDecisions, OtherGpuApisAreErrors) {
   LoweredGraph l = lower_case(find_case("matmul"));
-  as::Knobs k;
-  k.bands["out"] = 4;
-  EXPECT_THROW(as::schedule_pipeline(l.pipeline(), kCuda, a100(), &k), Error);
   EXPECT_THROW(as::schedule_gpu_pipeline(l.pipeline(), Halide::Target("host-opencl"), a100()), Error);
-  // The GPU search has one candidate: the cost model's.
-  LoweredGraph c = lower_case(find_case("softmax"));
-  EXPECT_EQ(as::ranked_candidates(c.pipeline(), kCuda, a100(), 8).size(), 1u);
+}
+
+// A knob replaces the cost model's choice of that decision alone (tuning_test.cpp checks
+// the rest of the knob contract).
+TEST(GpuSearchDecisions, AKnobIsTheTilingScheduled) {
+  LoweredGraph l = lower_case(find_case("matmul"));
+  const as::SearchResult chosen = as::schedule_pipeline(lower_case(find_case("matmul")).pipeline(), kCuda, a100());
+  ASSERT_EQ(chosen.knobs.gpu_tiles.size(), 1u);
+  as::Knobs k = chosen.knobs;
+  const as::GpuContractionTiling forced{2, 2, 16, 4, 2};
+  ASSERT_FALSE(k.gpu_tiles.begin()->second == forced);
+  k.gpu_tiles.begin()->second = forced;
+  const as::SearchResult r = as::schedule_pipeline(l.pipeline(), kCuda, a100(), &k);
+  EXPECT_TRUE(r.knobs == k) << r.knobs.str();
+  EXPECT_TRUE(any_decision(r, "2 rows x 2 columns per thread, blocks of 16 x 4 threads, 2 reduction steps unrolled"))
+      << ::testing::PrintToString(r.decisions);
+  Halide::Module mod = l.pipeline().compile_to_module(arguments(l), "kiln_gpu_forced", kCuda);
+  EXPECT_FALSE(mod.functions().empty());
 }
 
 // 1024 x 1024 x 1024 f32 on an A100: the schedules a CUDA matmul tutorial walks

@@ -67,6 +67,39 @@ TEST(TuningDb, EntriesRoundTrip) {
   EXPECT_EQ(back.find(want.fingerprint, want.target, "cores=16"), nullptr);
 }
 
+TEST(TuningDb, GpuKnobsRoundTripAndEntriesWithoutThemStillLoad) {
+  TempDir dir;
+  as::TuningEntry gpu = sample_entry("0123456789abcdef");
+  gpu.target = "x86-64-linux-cuda-cuda_capability_80";
+  gpu.knobs = {};
+  gpu.knobs.gpu_tiles["matmul_acc"] = {8, 4, 16, 8, 2};
+  gpu.knobs.gpu_blocks["out"] = {64, 4, 4};
+  gpu.knobs.gpu_rows["softmax_sum"] = {128, 2};
+  as::TuningDb db = as::TuningDb::load(dir.file("db.json"));
+  db.put(gpu);
+  db.save();
+  const as::TuningDb back = as::TuningDb::load(dir.file("db.json"));
+  const as::TuningEntry* got = back.find(gpu.fingerprint, gpu.target, gpu.machine);
+  ASSERT_NE(got, nullptr);
+  EXPECT_TRUE(got->knobs == gpu.knobs) << got->knobs.str() << " vs " << gpu.knobs.str();
+
+  // A file written before GPU knobs existed: its knobs have only "tiles" and "bands".
+  std::string text = read_text(dir.file("db.json"));
+  for (const char* key : {"gpu_tiles", "gpu_blocks", "gpu_rows"}) {
+    const size_t at = text.find(std::string("\"") + key + "\"");
+    ASSERT_NE(at, std::string::npos) << key;
+    text.replace(at, std::string(key).size() + 2, std::string("\"old_") + key + "\"");
+  }
+  write_text(dir.file("old.json"), text);
+  as::TuningDb old;
+  ::testing::internal::CaptureStderr();
+  old = as::TuningDb::load(dir.file("old.json"));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  got = old.find(gpu.fingerprint, gpu.target, gpu.machine);
+  ASSERT_NE(got, nullptr);
+  EXPECT_TRUE(got->knobs.empty()) << got->knobs.str();
+}
+
 TEST(TuningDb, PutReplacesTheEntryWithTheSameKey) {
   as::TuningDb db;
   db.put(sample_entry());

@@ -6,6 +6,7 @@
 
 #include "autoschedule.h"
 #include "core/error.h"
+#include "tuner.h"
 #include "fingerprint.h"
 #include "kernel_spec.h"
 #include "search.h"
@@ -24,10 +25,31 @@ const Halide::Target& host() {
 
 as::MachineModel machine() { return as::machine_for(host(), {{"parallelism", "2"}}); }
 
-Halide::Pipeline fresh(const std::string& generator) {
-  static std::vector<kk::DirectKernel> keep;  // the pipelines' ImageParams outlive the test
-  keep.push_back(kk::build_direct(kk::make_spec(generator)));
-  return keep.back().lowered.pipeline();
+const kk::DirectKernel& fresh_kernel(const std::string& generator) {
+  static std::vector<std::unique_ptr<kk::DirectKernel>> keep;  // the ImageParams outlive the test
+  keep.push_back(std::make_unique<kk::DirectKernel>(kk::build_direct(kk::make_spec(generator))));
+  return *keep.back();
+}
+
+Halide::Pipeline fresh(const std::string& generator) { return fresh_kernel(generator).lowered.pipeline(); }
+
+const Halide::Target kCuda("host-cuda-cuda_capability_80");
+
+// An A100-class GPU, fixed so that the choices do not depend on the machine the tests run on.
+as::MachineModel a100() {
+  as::MachineModel m = machine();
+  as::set_gpu_defaults(m, 80);
+  return m;
+}
+
+std::string error_of(const Halide::Pipeline& p, const Halide::Target& t, const as::MachineModel& m,
+                     const as::Knobs& k) {
+  try {
+    as::schedule_pipeline(p, t, m, &k);
+  } catch (const kiln::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace
@@ -151,4 +173,78 @@ TEST(Tuning, ThePluginUsesTheDatabaseEntryForItsPipeline) {
   const Halide::AutoschedulerParams other_machine("Kiln", {{"parallelism", "3"}, {"db", path}});
   EXPECT_EQ(fresh("matmul").apply_autoscheduler(host(), other_machine).schedule_source.find("tuned entry"),
             std::string::npos);
+}
+
+// GPU targets: the GPU search's runner-ups (other per-thread tilings, blocks, threads per
+// row) rank the same way, every candidate's knobs reproduce it, and each compiles to CUDA.
+TEST(Tuning, GpuCandidatesStartWithTheCostModelsChoiceAndCompile) {
+  for (const std::string g : {"matmul", "softmax", "layer_norm", "unary", "reduce", "conv2d", "pool2d"}) {
+    const as::SearchResult chosen = as::schedule_pipeline(fresh(g), kCuda, a100());
+    const std::vector<as::Candidate> c = as::ranked_candidates(fresh(g), kCuda, a100(), 6);
+    ASSERT_GE(c.size(), 4u) << g;
+    EXPECT_TRUE(c[0].knobs == chosen.knobs) << g << ": " << c[0].knobs.str() << " vs " << chosen.knobs.str();
+    EXPECT_FALSE(c[0].knobs.empty()) << g;
+    EXPECT_TRUE(c[0].knobs.tiles.empty() && c[0].knobs.bands.empty()) << g << ": " << c[0].knobs.str();
+    for (size_t i = 1; i < c.size(); ++i) {
+      // The cost model's choice stays first where a runner-up ties it (within 0.1%).
+      EXPECT_GE(c[i].predicted_s, c[0].predicted_s * 0.999) << g << " " << i;
+      if (i > 1) EXPECT_LE(c[i - 1].predicted_s, c[i].predicted_s) << g << " " << i;
+      for (size_t j = 0; j < i; ++j) EXPECT_FALSE(c[i].knobs == c[j].knobs) << g << " " << i << " " << j;
+    }
+    const kk::DirectKernel& k = fresh_kernel(g);
+    const as::SearchResult r = as::schedule_pipeline(k.lowered.pipeline(), kCuda, a100(), &c.back().knobs);
+    EXPECT_TRUE(r.knobs == c.back().knobs) << g << ": " << r.knobs.str() << " vs " << c.back().knobs.str();
+    EXPECT_NEAR(r.predicted_s, c.back().predicted_s, 1e-12 + 1e-9 * c.back().predicted_s) << g;
+    std::vector<Halide::Argument> args(k.params.begin(), k.params.end());
+    EXPECT_FALSE(k.lowered.pipeline().compile_to_module(args, "tuned_" + g, kCuda).functions().empty()) << g;
+  }
+}
+
+TEST(Tuning, GpuKnobsThatDoNotFitAreErrorsBeforeAnythingIsScheduled) {
+  auto tiles = [](as::GpuContractionTiling t) {
+    as::Knobs k;
+    k.gpu_tiles["matmul_acc"] = t;
+    return k;
+  };
+  const std::vector<std::pair<as::Knobs, std::string>> cases = {
+      {[] { as::Knobs k; k.gpu_tiles["no_such_func"] = {}; return k; }(),
+       "no_such_func is not a contraction the GPU search tiles in this pipeline (re-run kiln tune"},
+      {tiles({4, 4, 64, 32, 1}), "asks for blocks of 2048 threads; a CUDA block holds 32 to 1024"},
+      {tiles({4, 3, 32, 8, 1}), "asks for 3 adjacent elements per thread"},
+      {tiles({0, 4, 32, 8, 1}), "rows, threads and unroll must be at least 1"},
+      {[] { as::Knobs k; k.gpu_rows["matmul_acc"] = {128, 1}; return k; }(), "matmul_acc is not a row reduction"},
+      {[] { as::Knobs k; k.gpu_blocks["matmul_acc"] = {32, 8, 1}; return k; }(),
+       "matmul_acc is not a Func with a kernel of its own, one thread per point"},
+      {[] { as::Knobs k; k.bands["out"] = 4; return k; }(), "are the CPU search's"},
+  };
+  for (const auto& [knobs, message] : cases) {
+    Halide::Pipeline p = fresh("matmul");
+    const std::string e = error_of(p, kCuda, a100(), knobs);
+    EXPECT_NE(e.find(message), std::string::npos) << knobs.str() << ": " << e;
+    // Untouched: the cost model still schedules it, to the same choice as a fresh pipeline.
+    EXPECT_TRUE(as::schedule_pipeline(p, kCuda, a100()).knobs == as::schedule_pipeline(fresh("matmul"), kCuda, a100()).knobs);
+  }
+  as::Knobs gpu;
+  gpu.gpu_rows["out"] = {128, 1};
+  EXPECT_NE(error_of(fresh("softmax"), host(), machine(), gpu).find("are the GPU search's"), std::string::npos);
+}
+
+// The tuning loop on a CUDA target, with a stand-in for the GPU's clock: the candidate the
+// stand-in times fastest wins, whatever the cost model predicted.
+TEST(Tuning, TuneOnACudaTargetKeepsTheFastestMeasured) {
+  const std::vector<as::Candidate> c = as::ranked_candidates(fresh("softmax"), kCuda, a100(), 4);
+  ASSERT_GE(c.size(), 3u);
+  const as::Knobs fastest = c[2].knobs;
+  as::TuneOptions o;
+  o.candidates = 4;
+  const as::TuneResult r = as::tune(fresh("softmax"), "kiln_softmax", kCuda, a100(), o,
+                                    [&](const as::Knobs& k, double) {
+                                      const as::SearchResult s = as::schedule_pipeline(fresh("softmax"), kCuda, a100(), &k);
+                                      return as::Trial{k == fastest ? 1.0 : 2.0, s.source};
+                                    });
+  EXPECT_EQ(r.measured.size(), c.size());
+  EXPECT_TRUE(r.entry.knobs == fastest) << r.entry.knobs.str();
+  EXPECT_EQ(r.entry.measured_ms, 1.0);
+  EXPECT_EQ(r.entry.target, as::tuning_target_key(kCuda));
+  EXPECT_NE(r.entry.schedule.find("gpu_threads("), std::string::npos) << r.entry.schedule;
 }
