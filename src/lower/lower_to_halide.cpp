@@ -20,12 +20,19 @@ Halide::Func constant_func(const Node& n) {
   return f;
 }
 
+// kiln's tensors are dense and row-major: each dim's stride is the product of the inner
+// extents. Said to Halide, static shapes give constant strides, from which it proves the
+// alignment of vector loads and stores (a GPU thread's 128-bit accesses, for one).
+void constrain_dense(Halide::OutputImageParam p, int rank) {
+  for (int j = 1; j < rank; ++j) p.dim(j).set_stride(p.dim(j - 1).extent() * p.dim(j - 1).stride());
+}
+
 void constrain_output(Halide::Func& out, const TensorMeta& meta,
                       const std::map<std::string, Halide::Expr>& symbol_extents) {
   const int r = meta.shape.rank();
+  Halide::OutputImageParam ob = out.output_buffer();
   for (int j = 0; j < r; ++j) {
     const Dim& d = meta.shape[r - 1 - j];
-    Halide::OutputImageParam ob = out.output_buffer();
     ob.dim(j).set_min(0);
     if (d.is_static()) {
       ob.dim(j).set_extent(int(d.size));
@@ -33,6 +40,7 @@ void constrain_output(Halide::Func& out, const TensorMeta& meta,
       ob.dim(j).set_extent(it->second);
     }
   }
+  constrain_dense(ob, r);
 }
 
 // A permute, expand or slice (possibly several) of an input or a constant that keeps its
@@ -127,6 +135,7 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
           symbol_extents[d.sym] = p.dim(j).extent();
         }
       }
+      constrain_dense(p, r);
       f(v) = p(v);
       out.inputs.push_back(p);
     }
