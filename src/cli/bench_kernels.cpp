@@ -28,6 +28,7 @@
 #include "kernel_spec.h"
 #include "kernel_timing.h"
 #include "kiln.h"
+#include "lower/target.h"
 #include "tuning_db.h"
 
 namespace kiln::cli {
@@ -110,9 +111,9 @@ bool has_tuned_entry(const kernels::DirectKernel& k, const Halide::Target& targe
 
 // In the child: schedule, compile and time one variant; returns "ok <ms> <runs>".
 std::string run_variant(const kernels::KernelSpec& spec, const std::string& schedule, const Args& a) {
-  Halide::Target target = Halide::get_host_target();
   const bool gpu = a.target == "host-cuda";
-  if (gpu) target = target.with_feature(Halide::Target::CUDA);
+  // As kiln tune and the plugin read it: the tuned entries are keyed by this target.
+  const Halide::Target target = kiln::parse_target(a.target);
   kernels::DirectKernel k = kernels::build_direct(spec);
   if (schedule == "manual" || schedule == "default") {
     kernels::apply_named_schedule(schedule, spec.generator, k.lowered, target);

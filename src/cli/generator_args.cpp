@@ -1,6 +1,7 @@
 #include "cli/generator_args.h"
 
 #include "core/error.h"
+#include "lower/target.h"
 
 namespace kiln::cli {
 
@@ -28,6 +29,9 @@ GeneratorArg parse_generator_arg(const std::string& arg, const std::string& comm
 
 Halide::Target parse_target(const std::string& s, const std::string& command) {
   if (s == "host") return Halide::get_host_target();
+  // One meaning of host-cuda everywhere (kiln::parse_target): the GPU's own capability,
+  // at least 80. kiln tune keys its entries by it, so bench-kernels and the plugin must agree.
+  if (s.rfind("host-cuda", 0) == 0) return kiln::parse_target(s);
   if (!Halide::Target::validate_target_string(s)) {
     user_error(command, ": --target '", s, "' is not a target; use host or a Halide target string such as ",
                Halide::get_host_target().to_string());

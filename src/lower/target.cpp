@@ -30,8 +30,12 @@ Halide::Target parse_target(const std::string& spec) {
   if (spec.empty() || spec == "host") return Halide::get_host_target();
   std::string s = spec;
   if (s.rfind("host-cuda", 0) == 0) {
-    Halide::Target t = Halide::get_host_target().with_feature(Halide::Target::CUDA);
     std::string rest = s.substr(9);  // optional "-feature-feature"
+    // Halide's "host-cuda" adds the compute capability of the GPU it finds (Halide 21 names
+    // capabilities up to 86), unless the spec names one itself.
+    Halide::Target t = rest.find("cuda_capability") == std::string::npos
+                           ? Halide::Target("host-cuda")
+                           : Halide::get_host_target().with_feature(Halide::Target::CUDA);
     if (!rest.empty()) {
       std::string full = t.to_string() + rest;
       if (!Halide::Target::validate_target_string(full)) {
