@@ -60,8 +60,10 @@ size_t first_best(const std::vector<std::pair<Choice, GpuPrediction>>& scored) {
 
 using GpuTiling = GpuContractionTiling;
 
-// Runner-ups kept per decision: enough to fill any sensible --candidates.
+// Runner-ups kept per decision: enough to fill any sensible --candidates; of those
+// predicted within 0.1% of each other, two.
 constexpr size_t kAlternativesPerDecision = 8;
+constexpr long kTiedAlternatives = 2;
 
 struct GpuSearch {
   const Halide::Pipeline& pipeline;
@@ -97,10 +99,16 @@ struct GpuSearch {
     }
     std::stable_sort(scored.begin(), scored.end(),
                      [](const auto& a, const auto& b) { return a.second.total_s < b.second.total_s; });
-    size_t kept = 0;
+    // Choices the model cannot tell apart (a DRAM-bound kernel's block shapes) are left to
+    // the machine, but two of them at most: the tuning budget then reaches other choices
+    // and other decisions.
+    std::vector<double> kept;
     for (const auto& [t, p] : scored) {
       if (t == chosen.first || !p.fits) continue;
-      if (kept++ >= kAlternativesPerDecision) break;
+      if (kept.size() >= kAlternativesPerDecision) break;
+      const auto ties = std::count_if(kept.begin(), kept.end(), [&](double s) { return std::abs(s - p.total_s) <= 1e-3 * s; });
+      if (ties >= kTiedAlternatives) continue;
+      kept.push_back(p.total_s);
       Knobs change;
       (change.*field)[key] = t;
       result.alternatives.push_back({func, change, p.total_s - chosen.second.total_s});

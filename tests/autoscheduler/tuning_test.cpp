@@ -181,7 +181,7 @@ TEST(Tuning, GpuCandidatesStartWithTheCostModelsChoiceAndCompile) {
   for (const std::string g : {"matmul", "softmax", "layer_norm", "unary", "reduce", "conv2d", "pool2d"}) {
     const as::SearchResult chosen = as::schedule_pipeline(fresh(g), kCuda, a100());
     const std::vector<as::Candidate> c = as::ranked_candidates(fresh(g), kCuda, a100(), 6);
-    ASSERT_GE(c.size(), 4u) << g;
+    ASSERT_GE(c.size(), 2u) << g;
     EXPECT_TRUE(c[0].knobs == chosen.knobs) << g << ": " << c[0].knobs.str() << " vs " << chosen.knobs.str();
     EXPECT_FALSE(c[0].knobs.empty()) << g;
     EXPECT_TRUE(c[0].knobs.tiles.empty() && c[0].knobs.bands.empty()) << g << ": " << c[0].knobs.str();
@@ -247,4 +247,21 @@ TEST(Tuning, TuneOnACudaTargetKeepsTheFastestMeasured) {
   EXPECT_EQ(r.entry.measured_ms, 1.0);
   EXPECT_EQ(r.entry.target, as::tuning_target_key(kCuda));
   EXPECT_NE(r.entry.schedule.find("gpu_threads("), std::string::npos) << r.entry.schedule;
+}
+
+// Choices the GPU model scores alike (a DRAM-bound kernel's block shapes) take two
+// candidates at most, so that eight candidates reach the decisions that matter: conv2d's
+// register tiling as well as its epilogue's blocks.
+TEST(Tuning, GpuCandidatesTheModelCannotTellApartAreFew) {
+  const std::vector<as::Candidate> binary = as::ranked_candidates(fresh("binary"), kCuda, a100(), 8);
+  ASSERT_GE(binary.size(), 2u);
+  size_t tied = 0;
+  for (size_t i = 1; i < binary.size(); ++i) {
+    if (std::abs(binary[i].predicted_s - binary[1].predicted_s) <= 1e-3 * binary[1].predicted_s) ++tied;
+  }
+  EXPECT_LE(tied, 2u);
+  const std::vector<as::Candidate> conv = as::ranked_candidates(fresh("conv2d"), kCuda, a100(), 8);
+  size_t other_tilings = 0;
+  for (const as::Candidate& c : conv) other_tilings += !(c.knobs.gpu_tiles == conv[0].knobs.gpu_tiles);
+  EXPECT_GE(other_tilings, 3u);
 }
