@@ -119,6 +119,9 @@ struct TileChoice {
 // Runner-ups kept per decision: enough to fill any sensible --candidates.
 constexpr size_t kAlternativesPerDecision = 8;
 
+// The least input a parallel task of a reduction at root reads (see schedule_reduction).
+constexpr double kMinTaskBytes = 256 * 1024;
+
 struct Search {
   const Halide::Pipeline& pipeline;
   const Halide::Target& target;
@@ -519,13 +522,14 @@ struct Search {
 
   // Rows of a reduction along the contiguous dim: partial results in vectors (rfactor)
   // so its body runs vectorized, then one vector reduced.
-  void vectorize_rows(ScheduleWriter& w, const FuncInfo& r) {
+  // The vectors of partial results are computed per row (`row`: r's loop over its rows).
+  void vectorize_rows(ScheduleWriter& w, const FuncInfo& r, const std::string& row = "") {
     const int vw = lanes(r);
     if (r.function.values().size() != 1 || r.rvar_extents.empty() || r.rvar_extents[0] < 2 * vw) return;
     w.stage(r.name, 0).split(r.rvars[0], "rvo", "rvi", vw, TailStrategy::GuardWithIf);
     try {
       const std::string partial = w.rfactor(r.name, "rvi", "lane");
-      w.compute_at(partial, r.name, r.vars.back());
+      w.compute_at(partial, r.name, row.empty() ? r.vars.back() : row);
       w.stage(partial).vectorize("lane");
       w.stage(partial, 0).reorder({"lane", "rvo"}).vectorize("lane");
       decide("schedule", r.name + ": row reduction in vectors of " + std::to_string(vw) + " partial results");
@@ -570,10 +574,23 @@ struct Search {
     const std::string outer = r.vars.back();
     StageWriter pure = w.stage(r.name), update = w.stage(r.name, 0);
     if (r.reduction == ReductionKind::Row) {
+      // Tasks of `band` outer indices, each reading at least kMinTaskBytes while there are
+      // four tasks per core: one task per short row costs more in the thread pool (its
+      // queue's lock, contended by every core) than summing the row does.
+      const double outer_extent = double(r.extents.back());
+      const double bytes_per_index = double(r.bytes) * r.reduction_trips() * r.points() / outer_extent;
+      int band = 1;
+      while (2.0 * band * bytes_per_index <= kMinTaskBytes && std::ceil(outer_extent / (2.0 * band)) >= 4.0 * m.cores) {
+        band *= 2;
+      }
+      if (band > 1) {
+        pure.split(outer, outer, outer + "_i", band, TailStrategy::GuardWithIf);
+        update.split(outer, outer, outer + "_i", band, TailStrategy::GuardWithIf);
+      }
       pure.parallel(outer);
       update.parallel(outer);
-      decide("schedule", r.name + ": rows in parallel");
-      vectorize_rows(w, r);
+      decide("schedule", r.name + ": rows in parallel tasks of " + std::to_string(band));
+      vectorize_rows(w, r, band > 1 ? outer + "_i" : outer);
       return;
     }
     // Contraction without a tile host, or Column: columns vectorized outside the

@@ -114,6 +114,20 @@ TEST(KilnPlugin, ContractionsGetRegisterTilesAndRowsStayInCache) {
   EXPECT_TRUE(per_row) << r.source;
 }
 
+// A reduction of short rows at root runs its rows in tasks of several (a task per row of
+// 300 floats costs more in the thread pool than summing it), as many as keep four tasks
+// per core.
+TEST(KilnPlugin, ShortRowsAreReducedInTasksOfSeveralRows) {
+  const Halide::Target host = Halide::get_jit_target_from_environment();
+  as::MachineModel m = as::machine_model(host);
+  m.cores = 2;  // 29 rows: tasks of 4 rows leave 8 tasks, four per core
+  as::SearchResult r = as::schedule_pipeline(lower_case(find_case("row_sum")).pipeline(), host, m);
+  EXPECT_TRUE(any_decision(r, "rows in parallel tasks of 4")) << ::testing::PrintToString(r.decisions);
+  m.cores = 16;  // fewer rows than four tasks per core: one row per task
+  r = as::schedule_pipeline(lower_case(find_case("row_sum")).pipeline(), host, m);
+  EXPECT_TRUE(any_decision(r, "rows in parallel tasks of 1")) << ::testing::PrintToString(r.decisions);
+}
+
 // The schedule files written at build time by the plugin compile here, and schedule a
 // freshly lowered copy of their pipeline to the default schedule's results.
 TEST(KilnPlugin, EmittedSourceCompilesAndSchedulesAgain) {
