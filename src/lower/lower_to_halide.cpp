@@ -23,24 +23,33 @@ Halide::Func constant_func(const Node& n) {
 // kiln's tensors are dense and row-major: each dim's stride is the product of the inner
 // extents. Said to Halide, static shapes give constant strides, from which it proves the
 // alignment of vector loads and stores (a GPU thread's 128-bit accesses, for one).
-void constrain_dense(Halide::OutputImageParam p, int rank) {
-  for (int j = 1; j < rank; ++j) p.dim(j).set_stride(p.dim(j - 1).extent() * p.dim(j - 1).stride());
+// `extents`: each dim's extent, innermost first (a constant where the dim is static).
+void constrain_dense(Halide::OutputImageParam p, const std::vector<Halide::Expr>& extents) {
+  Halide::Expr stride = 1;
+  for (size_t j = 1; j < extents.size(); ++j) {
+    stride = Halide::Internal::simplify(stride * extents[j - 1]);
+    p.dim(int(j)).set_stride(stride);
+  }
 }
 
 void constrain_output(Halide::Func& out, const TensorMeta& meta,
                       const std::map<std::string, Halide::Expr>& symbol_extents) {
   const int r = meta.shape.rank();
   Halide::OutputImageParam ob = out.output_buffer();
+  std::vector<Halide::Expr> extents;
   for (int j = 0; j < r; ++j) {
     const Dim& d = meta.shape[r - 1 - j];
     ob.dim(j).set_min(0);
+    extents.push_back(ob.dim(j).extent());
     if (d.is_static()) {
       ob.dim(j).set_extent(int(d.size));
+      extents.back() = int(d.size);
     } else if (auto it = symbol_extents.find(d.sym); it != symbol_extents.end()) {
       ob.dim(j).set_extent(it->second);
+      extents.back() = it->second;
     }
   }
-  constrain_dense(ob, r);
+  constrain_dense(ob, extents);
 }
 
 // A permute, expand or slice (possibly several) of an input or a constant that keeps its
@@ -124,18 +133,22 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
       f(v) = external->funcs[k](v);
     } else {
       Halide::ImageParam p(algo::halide_type(n.meta.dtype), r, n.name);
+      std::vector<Halide::Expr> extents;
       for (int j = 0; j < r; ++j) {
         const Dim& d = n.meta.shape[r - 1 - j];
         p.dim(j).set_min(0);
+        extents.push_back(p.dim(j).extent());
         if (d.is_static()) {
           p.dim(j).set_extent(int(d.size));
+          extents.back() = int(d.size);
         } else if (auto it = symbol_extents.find(d.sym); it != symbol_extents.end()) {
           p.dim(j).set_extent(it->second);  // same symbol, same size
+          extents.back() = it->second;
         } else {
           symbol_extents[d.sym] = p.dim(j).extent();
         }
       }
-      constrain_dense(p, r);
+      constrain_dense(p, extents);
       f(v) = p(v);
       out.inputs.push_back(p);
     }

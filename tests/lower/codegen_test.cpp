@@ -8,6 +8,7 @@
 
 #include "common/seed.h"
 #include "kiln.h"
+#include "lower/lower_to_halide.h"
 #include "lower/target.h"
 
 using namespace kiln;
@@ -40,6 +41,26 @@ TEST(Targets, Parse) {
   EXPECT_EQ(parse_target("host-cuda-cuda_capability_86").get_cuda_capability_lower_bound(), 86);
   EXPECT_THROW(parse_target("cuda-please"), Error);
   EXPECT_THROW(parse_target("host-cuda-bogus"), Error);
+}
+
+// kiln's tensors are dense: lowering says so, so static shapes give Halide constant
+// strides (from which it proves vector loads aligned) and dynamic ones a product of
+// extents.
+TEST(Lowering, InputsAndOutputsAreDense) {
+  Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0}; },
+                  {rand({3, 5, 7})});
+  LoweredGraph l = lower_to_halide(g);
+  ASSERT_EQ(l.inputs.size(), 1u);
+  ASSERT_EQ(l.outputs.size(), 1u);
+  auto constant_stride = [](const Halide::Parameter& p, int d) {
+    const Halide::Expr e = Halide::Internal::simplify(p.stride_constraint(d));
+    const std::optional<int64_t> v = e.defined() ? Halide::Internal::as_const_int(e) : std::nullopt;
+    return v.value_or(-1);
+  };
+  for (const Halide::Parameter& p : {l.inputs[0].parameter(), l.outputs[0].output_buffer().parameter()}) {
+    EXPECT_EQ(constant_stride(p, 1), 7) << p.name();
+    EXPECT_EQ(constant_stride(p, 2), 35) << p.name();
+  }
 }
 
 TEST(Aot, HostLibraryAndHeader) {
