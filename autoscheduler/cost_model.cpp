@@ -38,8 +38,12 @@ Prediction predict(const StagePlan& plan, const MachineModel& m) {
     p.memory_s += s.bytes / (per_core ? bw * cores : bw);
   }
   // Serial stages have no imbalance; a parallel one with fewer tasks than cores already
-  // uses fewer cores above, so only the last partial wave counts here.
-  const double waste = tasks < m.cores ? 1.0 : waves * m.cores / tasks;
+  // uses fewer cores above. Otherwise the larger of the last partial wave and the tail
+  // of a shared work queue: cores never run in lockstep (they share DRAM, clocks differ,
+  // the OS takes some), so when the queue runs dry each core is on average half a task
+  // from done, idle for half a task's time.
+  const double tail = 1.0 + 0.5 * m.cores / tasks;
+  const double waste = tasks < m.cores ? 1.0 : std::max(waves * m.cores / tasks, tail);
   p.overhead_s = tasks > 1 ? tasks * m.task_us * 1e-6 / cores : 0.0;
   p.total_s = (p.compute_s + p.memory_s) * waste + p.overhead_s;
   return p;

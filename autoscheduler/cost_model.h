@@ -11,7 +11,10 @@
 //   memory   = for each stream of bytes, bytes / bandwidth of the cache level that holds
 //              the stream's working set (per-core levels scale with the cores used, DRAM
 //              does not);
-//   imbalance= ceil(tasks / cores) / (tasks / cores), the idle share of the last wave.
+//   imbalance= the idle share of the end of the stage: the last partial wave,
+//              ceil(tasks / cores) / (tasks / cores), or half a task per core, the
+//              tail of a work queue whose cores do not run in lockstep
+//              (1 + cores / (2 x tasks)), whichever is larger;
 //
 // Compute and memory are added rather than overlapped: pessimistic, but it ranks
 // candidates the same way and keeps each term visible in the logs.

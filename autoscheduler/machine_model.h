@@ -32,7 +32,7 @@ struct MachineModel {
   int64_t l2 = 512 << 10;  // per core
   int64_t l3 = 16 << 20;   // shared
   double l1_gbps = 100, l2_gbps = 50, l3_gbps = 25;  // per core
-  double dram_gbps = 20;                             // whole socket
+  double dram_gbps = 20;                             // whole socket (machine_model: 7 per core)
   double task_us = 2.0;                              // cost of one parallel task (spawn, join)
 
   // GPU (CUDA targets; defaults by compute capability, see set_gpu_defaults).
