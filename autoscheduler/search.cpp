@@ -71,18 +71,28 @@ std::string stable_name(const std::string& name) {
   return out;
 }
 
+const char* fusion_name(Fusion f) {
+  switch (f) {
+    case Fusion::Inline: return "inline";
+    case Fusion::Root: return "root";
+    case Fusion::PerRow: return "row";
+  }
+  return "?";
+}
+
 bool Knobs::empty() const {
-  return tiles.empty() && bands.empty() && gpu_tiles.empty() && gpu_blocks.empty() && gpu_rows.empty();
+  return tiles.empty() && bands.empty() && fusion.empty() && gpu_tiles.empty() && gpu_blocks.empty() && gpu_rows.empty();
 }
 
 bool Knobs::operator==(const Knobs& o) const {
-  return tiles == o.tiles && bands == o.bands && gpu_tiles == o.gpu_tiles && gpu_blocks == o.gpu_blocks &&
+  return tiles == o.tiles && bands == o.bands && fusion == o.fusion && gpu_tiles == o.gpu_tiles && gpu_blocks == o.gpu_blocks &&
          gpu_rows == o.gpu_rows;
 }
 
 void Knobs::merge(const Knobs& change) {
   for (const auto& [f, t] : change.tiles) tiles[f] = t;
   for (const auto& [f, b] : change.bands) bands[f] = b;
+  for (const auto& [f, p] : change.fusion) fusion[f] = p;
   for (const auto& [f, t] : change.gpu_tiles) gpu_tiles[f] = t;
   for (const auto& [f, t] : change.gpu_blocks) gpu_blocks[f] = t;
   for (const auto& [f, t] : change.gpu_rows) gpu_rows[f] = t;
@@ -93,6 +103,7 @@ std::string Knobs::str() const {
   auto next = [&o](const std::string& f) -> std::ostream& { return o << (o.tellp() > 0 ? "; " : "") << f << ": "; };
   for (const auto& [f, t] : tiles) next(f) << t.rows << "x" << t.vectors << " tiles, block " << int(t.block) << ", band " << t.band;
   for (const auto& [f, b] : bands) next(f) << "band " << b;
+  for (const auto& [f, p] : fusion) next(f) << fusion_name(p);
   for (const auto& [f, t] : gpu_tiles) {
     next(f) << t.rows << "x" << t.cols << " per thread, " << t.tx << "x" << t.ty << " threads, unroll " << t.unroll;
   }
@@ -121,6 +132,9 @@ constexpr size_t kAlternativesPerDecision = 8;
 
 // The least input a parallel task of a reduction at root reads (see schedule_reduction).
 constexpr double kMinTaskBytes = 256 * 1024;
+
+// Vectors of partial results a row reduction keeps (see vectorize_rows).
+constexpr int kAccumulators = 4;
 
 struct Search {
   const Halide::Pipeline& pipeline;
@@ -202,6 +216,12 @@ struct Search {
     root.streams.push_back({2.0 * f.bytes_total(), f.bytes_total()});
     const Prediction pi = predict(in, m), pr = predict(root, m);
     p.where = pi.total_s <= pr.total_s ? Where::Inline : Where::Root;
+    if (auto k = allowed_fusion(f, {Fusion::Inline, Fusion::Root}, "a pointwise Func")) {
+      p.where = *k == Fusion::Inline ? Where::Inline : Where::Root;
+    }
+    const bool inlined = p.where == Where::Inline;
+    record_fusion(f, inlined ? Fusion::Inline : Fusion::Root, inlined ? Fusion::Root : Fusion::Inline,
+                  inlined ? pr.total_s - pi.total_s : pi.total_s - pr.total_s);
     if (p.where == Where::Inline) evaluations[f.name] = evals;
     std::ostringstream o;
     o << f.name << ": " << (p.where == Where::Inline ? "inlined" : "computed at root") << " (" << evals / f.points()
@@ -227,11 +247,11 @@ struct Search {
       // a stored copy of it is tiled instead, the contraction computed per tile.
       root_tiles[f.name] = choose_tiling(f);
     }
-    if (f.reduction == ReductionKind::Row && p.where == Where::Root && !consumers.empty()) {
+    if (f.reduction == ReductionKind::Row && p.where == Where::Root) {
       // One row of this reduction per row of an output: compute it there, while the row
       // is in cache. Every consumer must be that output or computed at its rows too.
       std::string host;
-      bool ok = true;
+      bool ok = !consumers.empty();
       for (const std::string& c : consumers) {
         const Placement& cp = place.at(c);
         const std::string h = cp.where == Where::AtRow ? cp.host : c;
@@ -242,9 +262,22 @@ struct Search {
         const FuncInfo& h = info.at(host);
         ok = is_pure_output(h) && !tiles.count(host) && h.vars.size() >= 2 && reduces_rows_of(f, h) > 0;
       }
-      if (ok) {
+      const std::optional<Fusion> k = allowed_fusion(f, {Fusion::PerRow, Fusion::Root}, "a row reduction");
+      // At root, its input is read once more from wherever the whole of it fits.
+      const double extra = predict(row_reduction_plan(f, 1), m).memory_s;
+      if (ok && k != Fusion::Root) {
         p = {Where::AtRow, host};
         rows_var[host] = "";
+        record_fusion(f, Fusion::PerRow, Fusion::Root, extra);
+      } else if (ok) {
+        record_fusion(f, Fusion::Root, Fusion::PerRow, -extra);
+      } else {
+        // Other knobs can take its consumers off one output's rows (a consumer moved to
+        // root): a knob asking for rows then yields to them.
+        result.knobs.fusion[stable_name(f.name)] = Fusion::Root;
+        if (k == Fusion::PerRow) {
+          decide("fusion", f.name + ": at root although a knob asks for per row: its consumers are not one output's rows");
+        }
       }
     }
     std::string where = p.where == Where::Root ? (root_tiles.count(f.name) ? "computed per register tile of a stored copy"
@@ -314,6 +347,35 @@ struct Search {
     return it == knobs->tiles.end() ? std::nullopt : std::optional(it->second);
   }
 
+  std::optional<Fusion> knob_fusion(const std::string& func) const {
+    if (!knobs) return std::nullopt;
+    auto it = knobs->fusion.find(stable_name(func));
+    return it == knobs->fusion.end() ? std::nullopt : std::optional(it->second);
+  }
+
+  // A placement the search chose between `chosen` and `other` (`extra_s` slower, by the
+  // cost model): a knob, and `other` a runner-up.
+  void record_fusion(const FuncInfo& f, Fusion chosen, Fusion other, double extra_s) {
+    result.knobs.fusion[stable_name(f.name)] = chosen;
+    Knobs change;
+    change.fusion[stable_name(f.name)] = other;
+    alternatives.push_back({f.name, change, extra_s});
+  }
+
+  // A fusion knob for `f` (if any) that must be one of `allowed`; a kiln::Error otherwise.
+  std::optional<Fusion> allowed_fusion(const FuncInfo& f, std::initializer_list<Fusion> allowed,
+                                       const std::string& why) const {
+    const std::optional<Fusion> k = knob_fusion(f.name);
+    if (!k) return k;
+    for (Fusion a : allowed) {
+      if (*k == a) return k;
+    }
+    std::string names;
+    for (Fusion a : allowed) names += std::string(names.empty() ? "'" : " or '") + fusion_name(a) + "'";
+    user_error("tuning knobs: ", stable_name(f.name), " cannot be placed '", fusion_name(*k), "' (", why,
+               "); it can be ", names, " (re-run kiln tune for this pipeline)");
+  }
+
   std::optional<int> knob_band(const std::string& func) const {
     if (!knobs) return std::nullopt;
     auto it = knobs->bands.find(stable_name(func));
@@ -323,6 +385,14 @@ struct Search {
   // Knobs must name the decisions this pipeline has, with values the loops can take:
   // checked after placement (which schedules nothing) and before the first directive,
   // so a stale knob leaves the pipeline untouched.
+  // Whether `f`'s rows are split into parallel tasks of a band (a knob): a pure output
+  // of two dims or more that is not register-tiled, or a row reduction at root.
+  bool has_band(const FuncInfo& f) const {
+    if (f.is_output && is_pure_output(f)) return f.vars.size() >= 2 && !tiles.count(f.name);
+    return f.reduction == ReductionKind::Row && place.at(f.name).where == Where::Root && !root_tiles.count(f.name) &&
+           !is_fixed(f.name);
+  }
+
   void check_knobs() const {
     if (!knobs) return;
     for (const auto& [func, t] : knobs->tiles) {
@@ -344,14 +414,22 @@ struct Search {
                    "must be at least 1, lanes ", vw, ", and a block a multiple of vectors x lanes");
       }
     }
+    for (const auto& [func, fusion] : knobs->fusion) {
+      if (!result.knobs.fusion.count(func)) {
+        std::string decided;
+        for (const auto& [f, p] : result.knobs.fusion) decided += (decided.empty() ? "" : ", ") + f;
+        user_error("tuning knobs: ", func, " is not a Func whose placement this pipeline's search chooses; those are: ",
+                   decided.empty() ? "(none)" : decided, " (re-run kiln tune for this pipeline)");
+      }
+    }
     for (const auto& [func, band] : knobs->bands) {
       const FuncInfo* h = nullptr;
       for (const auto& [name, fi] : info.funcs) {
-        if (stable_name(name) == func && is_pure_output(fi) && fi.vars.size() >= 2 && !tiles.count(name)) h = &fi;
+        if (stable_name(name) == func && has_band(fi)) h = &fi;
       }
       if (!h) {
-        user_error("tuning knobs: ", func, " is not an output of this pipeline whose rows are split into tasks ",
-                   "(re-run kiln tune for this pipeline)");
+        user_error("tuning knobs: ", func, " is not an output or a row reduction of this pipeline whose rows are ",
+                   "split into tasks (re-run kiln tune for this pipeline)");
       }
       if (band < 1) user_error("tuning knobs: ", func, "'s band must be at least 1, not ", band);
     }
@@ -396,24 +474,47 @@ struct Search {
     return p;
   }
 
-  // Rows per task: the fewest tasks that still give every core four (dynamic balance on a
-  // shared machine) at the lowest predicted time; the other sizes are runner-ups.
-  int choose_band(const FuncInfo& h, double flops_per_point, double rows) {
-    std::vector<std::pair<int, double>> scored;  // band, predicted seconds
-    for (int band = 1; band <= 64; band *= 2) {
-      if (band > 1 && std::ceil(rows / band) < 4.0 * m.cores) break;
-      scored.push_back({band, predict(row_plan(h, flops_per_point, rows, band), m).total_s});
+  // A row reduction at root: its rows in parallel tasks of `band`, each row
+  // reduced in vectors of partial results (vectorize_rows), its input read once.
+  StagePlan row_reduction_plan(const FuncInfo& r, int band) const {
+    StagePlan p;
+    const double steps = r.reduction_trips() * r.points();
+    p.flops = std::max(1.0, r.update_flops) * steps;
+    p.lanes = lanes(r);
+    p.loads = steps / p.lanes;
+    const double input = double(r.bytes) * steps;
+    p.streams.push_back({input, input});
+    p.streams.push_back({r.bytes_total(), r.bytes_total()});
+    p.tasks = std::ceil(r.points() / band);
+    return p;
+  }
+
+  // Rows per task for `func`'s `rows` (from `least` up, powers of two), while every core
+  // still gets four tasks (dynamic balance on a shared machine), at the lowest time
+  // `plan(band)` predicts; the other sizes are runner-ups, and so is the next larger band
+  // while it leaves a task per core (for kiln tune to measure). A knob overrides the choice.
+  template <typename Plan>
+  std::pair<int, Prediction> choose_band(const std::string& func, double rows, int least, Plan plan) {
+    std::vector<std::pair<int, Prediction>> scored, runner_ups;
+    for (int band = least; band <= std::max(64, least); band *= 2) {
+      if (band > least && std::ceil(rows / band) < 4.0 * m.cores) {
+        if (std::ceil(rows / band) >= m.cores) runner_ups.push_back({band, predict(plan(band), m)});
+        break;
+      }
+      scored.push_back({band, predict(plan(band), m)});
     }
-    std::pair<int, double> chosen = scored[first_best(scored, [](const auto& c) { return c.second; })];
-    if (auto k = knob_band(h.name)) chosen = {*k, predict(row_plan(h, flops_per_point, rows, *k), m).total_s};
-    for (const auto& [band, t] : scored) {
+    std::pair<int, Prediction> chosen = scored[first_best(scored, [](const auto& c) { return c.second.total_s; })];
+    if (auto k = knob_band(func)) chosen = {*k, predict(plan(*k), m)};
+    runner_ups.insert(runner_ups.begin(), scored.begin(), scored.end());
+    for (const auto& [band, pr] : runner_ups) {
       if (band == chosen.first) continue;
       Knobs change;
-      change.bands[stable_name(h.name)] = band;
-      alternatives.push_back({h.name, change, t - chosen.second});
+      change.bands[stable_name(func)] = band;
+      alternatives.push_back({func, change, pr.total_s - chosen.second.total_s});
     }
-    result.knobs.bands[stable_name(h.name)] = chosen.first;
-    return chosen.first;
+    result.knobs.bands[stable_name(func)] = chosen.first;
+    result.predicted_s += chosen.second.total_s;
+    return chosen;
   }
 
   void schedule_output(ScheduleWriter& w, const FuncInfo& h) {
@@ -440,15 +541,13 @@ struct Search {
     }
     double rows = 1;
     for (size_t d = 1; d < h.extents.size(); ++d) rows *= double(h.extents[d]);
-    const int band = choose_band(h, flops, rows);
+    const auto [band, pr] = choose_band(h.name, rows, 1, [&](int b) { return row_plan(h, flops, rows, b); });
     StageWriter spec = w.specialize_min_extents(h.name, {vw});
     const std::string row = outer_loops(spec, h.vars, h.vars[1], band);
     spec.vectorize(h.vars[0], vw, TailStrategy::ShiftInwards);
     StageWriter base = w.stage(h.name);
     outer_loops(base, h.vars, h.vars[1], band);
     if (rows_var.count(h.name)) rows_var[h.name] = row;
-    const Prediction pr = predict(row_plan(h, flops, rows, band), m);
-    result.predicted_s += pr.total_s;
     decide("schedule", h.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " +
                            std::to_string(band) + " rows; predicted " + pr.str());
   }
@@ -523,16 +622,30 @@ struct Search {
   // Rows of a reduction along the contiguous dim: partial results in vectors (rfactor)
   // so its body runs vectorized, then one vector reduced.
   // The vectors of partial results are computed per row (`row`: r's loop over its rows).
+  // Up to kAccumulators vectors of partial results, unrolled, so that independent adds
+  // hide the add's latency (one vector accumulator waits ~4 cycles per step), where rows
+  // are long enough to pay for it: the partial results' final sum is serial, a lane at a
+  // time (rows of 128 floats in 4 x 8 lanes took compiled attention from 1.8 to 3.4 ms).
   void vectorize_rows(ScheduleWriter& w, const FuncInfo& r, const std::string& row = "") {
     const int vw = lanes(r);
     if (r.function.values().size() != 1 || r.rvar_extents.empty() || r.rvar_extents[0] < 2 * vw) return;
-    w.stage(r.name, 0).split(r.rvars[0], "rvo", "rvi", vw, TailStrategy::GuardWithIf);
+    int vectors = kAccumulators;
+    while (vectors > 1 && r.rvar_extents[0] < 16 * vectors * vw) vectors /= 2;
+    w.stage(r.name, 0).split(r.rvars[0], "rvo", "rvi", vectors * vw, TailStrategy::GuardWithIf);
     try {
       const std::string partial = w.rfactor(r.name, "rvi", "lane");
       w.compute_at(partial, r.name, row.empty() ? r.vars.back() : row);
-      w.stage(partial).vectorize("lane");
-      w.stage(partial, 0).reorder({"lane", "rvo"}).vectorize("lane");
-      decide("schedule", r.name + ": row reduction in vectors of " + std::to_string(vw) + " partial results");
+      StageWriter init = w.stage(partial), update = w.stage(partial, 0);
+      update.reorder({"lane", "rvo"});
+      for (StageWriter* s : {&init, &update}) {
+        if (vectors > 1) {
+          s->vectorize("lane", vw, TailStrategy::GuardWithIf).unroll("lane");
+        } else {
+          s->vectorize("lane");
+        }
+      }
+      decide("schedule", r.name + ": row reduction in " + std::to_string(vectors) + (vectors > 1 ? " vectors" : " vector") + " of " +
+                             std::to_string(vw) + " partial results");
     } catch (const Halide::CompileError& e) {
       decide("schedule", r.name + ": serial row reduction (Halide cannot rfactor it: " + std::string(e.what()) + ")");
     }
@@ -574,23 +687,24 @@ struct Search {
     const std::string outer = r.vars.back();
     StageWriter pure = w.stage(r.name), update = w.stage(r.name, 0);
     if (r.reduction == ReductionKind::Row) {
-      // Tasks of `band` outer indices, each reading at least kMinTaskBytes while there are
-      // four tasks per core: one task per short row costs more in the thread pool (its
-      // queue's lock, contended by every core) than summing the row does.
-      const double outer_extent = double(r.extents.back());
-      const double bytes_per_index = double(r.bytes) * r.reduction_trips() * r.points() / outer_extent;
-      int band = 1;
-      while (2.0 * band * bytes_per_index <= kMinTaskBytes && std::ceil(outer_extent / (2.0 * band)) >= 4.0 * m.cores) {
-        band *= 2;
+      // Its rows (kept dims fused into one loop) in tasks of `band`, each reading at least
+      // kMinTaskBytes while there are four tasks per core: one task per short row costs
+      // more in the thread pool (its queue's lock, contended by every core) than summing
+      // the row does. Of the bands from there up, the cost model's choice. Partial results
+      // are computed per row, so they stay in registers and L1.
+      const double rows = r.points();
+      const double bytes_per_row = double(r.bytes) * r.reduction_trips();
+      int least = 1;
+      while (2.0 * least * bytes_per_row <= kMinTaskBytes && std::ceil(rows / (2.0 * least)) >= 4.0 * m.cores) {
+        least *= 2;
       }
-      if (band > 1) {
-        pure.split(outer, outer, outer + "_i", band, TailStrategy::GuardWithIf);
-        update.split(outer, outer, outer + "_i", band, TailStrategy::GuardWithIf);
-      }
-      pure.parallel(outer);
-      update.parallel(outer);
-      decide("schedule", r.name + ": rows in parallel tasks of " + std::to_string(band));
-      vectorize_rows(w, r, band > 1 ? outer + "_i" : outer);
+      const auto [band, pr] = choose_band(r.name, rows, least, [&](int b) { return row_reduction_plan(r, b); });
+      std::vector<std::string> loops = {""};  // outer_loops' vars: the row dims follow a vector dim
+      loops.insert(loops.end(), r.vars.begin(), r.vars.end());
+      const std::string row = outer_loops(pure, loops, r.vars[0], band);
+      outer_loops(update, loops, r.vars[0], band);
+      decide("schedule", r.name + ": rows in parallel tasks of " + std::to_string(band) + "; predicted " + pr.str());
+      vectorize_rows(w, r, row);
       return;
     }
     // Contraction without a tile host, or Column: columns vectorized outside the
@@ -651,7 +765,7 @@ struct Search {
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                const MachineModel& machine, const Knobs* knobs, const FixedFuncs* fixed) {
   if (target.has_gpu_feature()) {
-    if (knobs && !(knobs->tiles.empty() && knobs->bands.empty())) {
+    if (knobs && !(knobs->tiles.empty() && knobs->bands.empty() && knobs->fusion.empty())) {
       user_error("tuning knobs (", knobs->str(), ") are the CPU search's; ", target.to_string(),
                  " is planned by the Kiln GPU search (drop the tuning database entry, or use db=none)");
     }

@@ -55,13 +55,20 @@ struct GpuRowTiling {
 // hold across processes that built other Funcs first.
 std::string stable_name(const std::string& name);
 
+// Where the CPU search computes a Func that it could compute elsewhere: a pointwise Func
+// inline in its consumers or at root; a row reduction per row of the output that reads
+// it (while the row is in cache) or at root.
+enum class Fusion { Inline, Root, PerRow };
+const char* fusion_name(Fusion f);  // "inline", "root", "row"
+
 // The search's free choices, by stable Func name: what `kiln tune` varies and the tuning
 // database stores, so that a measured winner can be applied again to the same pipeline.
 // A Func without an entry gets the cost model's choice.
 struct Knobs {
   // The CPU search's.
   std::map<std::string, ContractionTiling> tiles;  // contraction -> its register tiling
-  std::map<std::string, int> bands;                // output -> rows per parallel task
+  std::map<std::string, int> bands;                // output, row reduction -> rows per parallel task
+  std::map<std::string, Fusion> fusion;            // where a Func is computed (see Fusion)
   // The GPU search's.
   std::map<std::string, GpuContractionTiling> gpu_tiles;  // contraction -> its per-thread tiling
   std::map<std::string, GpuBlockTiling> gpu_blocks;       // one-thread-per-point kernel -> its blocks

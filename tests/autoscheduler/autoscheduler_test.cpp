@@ -128,6 +128,104 @@ TEST(KilnPlugin, ShortRowsAreReducedInTasksOfSeveralRows) {
   EXPECT_TRUE(any_decision(r, "rows in parallel tasks of 1")) << ::testing::PrintToString(r.decisions);
 }
 
+// A row reduction at root is priced by the cost model (it was 0 ms, so a pipeline of one
+// looked free), its band is a knob with the other bands as runner-ups, and each row is
+// reduced in several vectors of partial results (one accumulator waits on the add's
+// latency every step).
+TEST(KilnPlugin, RootRowReductionsArePredictedAndTheirBandIsAKnob) {
+  const Halide::Target host = Halide::get_jit_target_from_environment();
+  as::MachineModel m = as::machine_model(host);
+  m.cores = 2;
+  // Scheduling changes a pipeline's Funcs (rfactor): each search gets a fresh one.
+  auto fresh = [] { return lower_case(find_case("row_sum")).pipeline(); };
+  as::SearchResult r = as::schedule_pipeline(fresh(), host, m);
+  EXPECT_GT(r.predicted_s, 0);
+  // Rows of 300 floats: two vectors of 8 partial sums (AVX2), but one of 16 (AVX-512),
+  // whose final sum of 32 lanes, one at a time, would cost more than the latency saved.
+  EXPECT_TRUE(any_decision(as::schedule_pipeline(fresh(), Halide::Target("x86-64-linux-avx2"), m),
+                           "row reduction in 2 vectors of 8"));
+  EXPECT_TRUE(any_decision(as::schedule_pipeline(fresh(), Halide::Target("x86-64-linux-avx2-avx512-avx512_skylake"), m),
+                           "row reduction in 1 vector of 16"));
+  ASSERT_EQ(r.knobs.bands.size(), 1u) << r.knobs.str();  // the output, of one dim, has no band
+  const std::string reduction = r.knobs.bands.begin()->first;
+  EXPECT_EQ(r.knobs.bands.begin()->second, 4) << r.knobs.str();
+  bool runner_up = false;
+  for (const as::Alternative& a : r.alternatives) runner_up |= a.change.bands.count(reduction) > 0;
+  EXPECT_TRUE(runner_up);
+  as::Knobs k;
+  k.bands[reduction] = 8;
+  r = as::schedule_pipeline(fresh(), host, m, &k);
+  EXPECT_TRUE(any_decision(r, "rows in parallel tasks of 8")) << ::testing::PrintToString(r.decisions);
+  k.bands[reduction] = 0;
+  EXPECT_THROW(as::schedule_pipeline(fresh(), host, m, &k), Error);
+}
+
+// Fusion is a knob: each Func whose placement the search chose is recorded with the
+// other placement as a runner-up; a knob moves it (a pointwise Func to root, a row
+// reduction off its consumer's rows) to the same results; a placement a Func cannot
+// take, or a Func the search does not place, is an error before anything is scheduled.
+TEST(KilnPlugin, FusionIsAKnob) {
+  const Halide::Target host = Halide::get_jit_target_from_environment();
+  const as::MachineModel m = as::machine_model(host);
+  for (const std::string name : {"pointwise", "softmax"}) {
+    SCOPED_TRACE(name);
+    const Case& c = find_case(name);
+    LoweredGraph first = lower_case(c);
+    const as::SearchResult chosen = as::schedule_pipeline(first.pipeline(), host, m);
+    ASSERT_FALSE(chosen.knobs.fusion.empty()) << chosen.knobs.str();
+    for (const auto& [func, fusion] : chosen.knobs.fusion) {
+      bool runner_up = false;
+      for (const as::Alternative& a : chosen.alternatives) {
+        auto it = a.change.fusion.find(func);
+        runner_up |= it != a.change.fusion.end() && it->second != fusion;
+      }
+      EXPECT_TRUE(runner_up) << func;
+    }
+    // Each placement flipped, one at a time.
+    for (const auto& [func, fusion] : chosen.knobs.fusion) {
+      SCOPED_TRACE(func);
+      const bool reduction = func.find("max") != std::string::npos || func.find("sum") != std::string::npos;
+      as::Knobs flipped = chosen.knobs;
+      flipped.fusion[func] = fusion != as::Fusion::Root ? as::Fusion::Root :
+                             reduction                  ? as::Fusion::PerRow :
+                                                          as::Fusion::Inline;
+      LoweredGraph l = lower_case(c);
+      const as::SearchResult r = as::schedule_pipeline(l.pipeline(), host, m, &flipped);
+      EXPECT_EQ(r.knobs.fusion.at(func), flipped.fusion.at(func)) << r.knobs.str();
+      EXPECT_NE(r.source, chosen.source);
+      EXPECT_LE(max_rel_diff(run_case(c, l), run_default(c)), 1e-5) << r.source;
+    }
+  }
+  auto error_of = [&](const std::string& name, const std::string& func, as::Fusion f) {
+    as::Knobs k;
+    k.fusion[func] = f;
+    LoweredGraph l = lower_case(find_case(name));
+    try {
+      as::schedule_pipeline(l.pipeline(), host, m, &k);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const as::SearchResult sm = as::schedule_pipeline(lower_case(find_case("softmax")).pipeline(), host, m);
+  std::string row_reduction;
+  for (const auto& [func, fusion] : sm.knobs.fusion) {
+    if (fusion == as::Fusion::PerRow) row_reduction = func;
+  }
+  ASSERT_FALSE(row_reduction.empty()) << sm.knobs.str();
+  EXPECT_NE(error_of("softmax", row_reduction, as::Fusion::Inline).find("it can be 'row' or 'root'"), std::string::npos);
+  const as::SearchResult pw = as::schedule_pipeline(lower_case(find_case("pointwise")).pipeline(), host, m);
+  const std::string pointwise = pw.knobs.fusion.begin()->first;
+  EXPECT_NE(error_of("pointwise", pointwise, as::Fusion::PerRow).find("it can be 'inline' or 'root'"), std::string::npos);
+  EXPECT_NE(error_of("pointwise", "no_such_func", as::Fusion::Root).find("whose placement this pipeline's search chooses"),
+            std::string::npos);
+  // CPU knobs for a GPU target.
+  as::Knobs k;
+  k.fusion[pointwise] = as::Fusion::Root;
+  LoweredGraph l = lower_case(find_case("pointwise"));
+  EXPECT_THROW(as::schedule_pipeline(l.pipeline(), host.with_feature(Halide::Target::CUDA), m, &k), Error);
+}
+
 // The schedule files written at build time by the plugin compile here, and schedule a
 // freshly lowered copy of their pipeline to the default schedule's results.
 TEST(KilnPlugin, EmittedSourceCompilesAndSchedulesAgain) {
@@ -217,6 +315,25 @@ TEST(CostModel, PoolingPrefersNarrowTiles) {
   as::ContractionShape mm{512, 512, 512, 1, 4};
   EXPECT_LT(as::predict(as::contraction_plan(mm, {6, 2, 16, 0, 1, true}), m).total_s,
             as::predict(as::contraction_plan(mm, {6, 1, 16, 0, 1, true}), m).total_s);
+}
+
+// A memory-bound stage of 2048 rows on 16 cores: four tasks per core leave each core
+// idle for half a task at the end (the tail of the work queue), so tasks of 8 rows beat
+// tasks of 32 though they cost four times the overhead; tasks of one row cost more again.
+TEST(CostModel, AWorkQueuesTailFavoursSmallerTasks) {
+  as::MachineModel m;
+  as::apply_overrides(m, "cores=16,vector_bits=512,dram_gbps=112,task_us=2");
+  auto t = [&](double tasks) {
+    as::StagePlan p;
+    p.flops = 2048.0 * 4096, p.lanes = 16, p.tasks = tasks;
+    p.streams.push_back({3.0 * 2048 * 4096 * 4, 3.0 * 2048 * 4096 * 4});
+    return as::predict(p, m);
+  };
+  EXPECT_LT(t(256).total_s, t(64).total_s);
+  EXPECT_LT(t(256).total_s, t(2048).total_s);
+  // Exactly 1 + cores / (2 x tasks) of the work at 64 tasks, with the tasks' overhead.
+  const as::Prediction p = t(64);
+  EXPECT_NEAR(p.total_s, (p.compute_s + p.memory_s) * (1 + 16.0 / 128) + 64 * 2e-6 / 16, 1e-12);
 }
 
 TEST(MachineModel, DetectedOverriddenAndPrinted) {

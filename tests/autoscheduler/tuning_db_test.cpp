@@ -26,11 +26,25 @@ as::TuningEntry sample_entry(const std::string& fingerprint = "00112233aabbccdd"
   e.generator = "kiln_matmul";
   e.knobs.tiles["matmul_acc"] = {6, 2, 8, 256, 4, true};
   e.knobs.bands["out"] = 8;
+  e.knobs.fusion["sin"] = as::Fusion::Root;
+  e.knobs.fusion["softmax_max"] = as::Fusion::PerRow;
   e.schedule = "    Func out = pipeline.get_func(3);\n    out.compute_root();\n";
   e.measured_ms = 1.25;
   e.predicted_ms = 2.5;
   e.date = "2026-12-03T07:50:00Z";
   return e;
+}
+
+// A database of one sample entry whose fusion knob for sin is `name`.
+std::string fusion_named(const std::string& name) {
+  TempDir dir;
+  as::TuningDb db = as::TuningDb::load(dir.file("db.json"));
+  db.put(sample_entry());
+  db.save();
+  std::string text = read_text(dir.file("db.json"));
+  const size_t at = text.find("\"root\"");
+  EXPECT_NE(at, std::string::npos) << text;
+  return text.replace(at, 6, "\"" + name + "\"");
 }
 
 // Loads `path`, returning what it printed to stderr.
@@ -83,9 +97,10 @@ TEST(TuningDb, GpuKnobsRoundTripAndEntriesWithoutThemStillLoad) {
   ASSERT_NE(got, nullptr);
   EXPECT_TRUE(got->knobs == gpu.knobs) << got->knobs.str() << " vs " << gpu.knobs.str();
 
-  // A file written before GPU knobs existed: its knobs have only "tiles" and "bands".
+  // A file written before GPU and fusion knobs existed: its knobs have only "tiles" and
+  // "bands".
   std::string text = read_text(dir.file("db.json"));
-  for (const char* key : {"gpu_tiles", "gpu_blocks", "gpu_rows"}) {
+  for (const char* key : {"fusion", "gpu_tiles", "gpu_blocks", "gpu_rows"}) {
     const size_t at = text.find(std::string("\"") + key + "\"");
     ASSERT_NE(at, std::string::npos) << key;
     text.replace(at, std::string(key).size() + 2, std::string("\"old_") + key + "\"");
@@ -120,6 +135,7 @@ TEST(TuningDb, CorruptOrForeignFilesAreIgnoredWithAWarningAndNotOverwritten) {
       {"[1, 2, 3]", "not a kiln tuning database"},
       {"{\"format\": \"kiln-tuning-db\", \"version\": 2, \"entries\": []}", "version 2"},
       {"{\"format\": \"kiln-tuning-db\", \"version\": 1, \"entries\": [{\"fingerprint\": 7}]}", "entry 0"},
+      {fusion_named("sideways"), "not inline, root or row"},
   };
   for (const auto& [text, why] : files) {
     const std::string path = dir.file("db.json");
