@@ -1,5 +1,6 @@
 #include "tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -31,6 +32,26 @@ void draw_progress(std::ostream* out, size_t done, size_t total, double elapsed,
   out->flush();
 }
 
+// The indices of the first pass's `n` fastest, and of the cost model's choice (index 0)
+// where it was timed: the finalists, in the order tried.
+std::vector<size_t> finalists(const std::vector<Measurement>& measured, int n) {
+  std::vector<size_t> ok;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    if (measured[i].ok) ok.push_back(i);
+  }
+  std::stable_sort(ok.begin(), ok.end(),
+                   [&](size_t a, size_t b) { return measured[a].trial.ms < measured[b].trial.ms; });
+  if (ok.size() > size_t(std::max(n, 1))) ok.resize(size_t(std::max(n, 1)));
+  if (!measured.empty() && measured[0].ok && std::find(ok.begin(), ok.end(), 0) == ok.end()) ok.push_back(0);
+  std::sort(ok.begin(), ok.end());
+  return ok;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
 }  // namespace
 
 TuneResult tune(const Halide::Pipeline& throwaway, const std::string& name, const Halide::Target& target,
@@ -42,16 +63,24 @@ TuneResult tune(const Halide::Pipeline& throwaway, const std::string& name, cons
   r.entry.machine = machine.str();
   r.entry.generator = name;
   const std::vector<Candidate> candidates = ranked_candidates(throwaway, target, machine, options.candidates);
+  // The first pass leaves a third of the budget to the finalists' rounds.
+  const double first_pass_s = options.finalists > 0 && options.rounds > 0 ? options.budget_s * 2 / 3 : options.budget_s;
 
-  const Measurement* best = nullptr;
+  auto best_ms = [&r]() {
+    double best = 0;
+    for (const Measurement& m : r.measured) {
+      if (m.ok && (best == 0 || m.trial.ms < best)) best = m.trial.ms;
+    }
+    return best;
+  };
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const double left = options.budget_s - seconds_since(start);
+    const double left = first_pass_s - seconds_since(start);
     if (i > 0 && left <= 0) {
       r.not_tried = int(candidates.size() - i);
       break;
     }
-    draw_progress(options.progress, i, candidates.size(), seconds_since(start), best ? best->trial.ms : 0);
-    Measurement m{candidates[i], false, {}, {}};
+    draw_progress(options.progress, i, candidates.size(), seconds_since(start), best_ms());
+    Measurement m{candidates[i], false, {}, {}, {}, 0};
     try {
       m.trial = measure(candidates[i].knobs, left);
       m.ok = true;
@@ -63,22 +92,63 @@ TuneResult tune(const Halide::Pipeline& throwaway, const std::string& name, cons
     log("schedule", "tune " + name + ": candidate " + std::to_string(i) + " (" + candidates[i].knobs.str() + "): " +
                         (m.ok ? std::to_string(m.trial.ms) + " ms measured, " : "failed: " + m.error + "; ") +
                         std::to_string(candidates[i].predicted_s * 1e3) + " ms predicted");
-    r.measured.push_back(m);
+    r.measured.push_back(std::move(m));
+    // Only the finalists so far keep their compiled kernels.
+    const std::vector<size_t> keep = finalists(r.measured, options.finalists);
+    for (size_t j = 0; j < r.measured.size(); ++j) {
+      if (std::find(keep.begin(), keep.end(), j) == keep.end()) r.measured[j].trial.again = nullptr;
+    }
   }
-  for (const Measurement& m : r.measured) {
-    if (m.ok && (!best || m.trial.ms < best->trial.ms)) best = &m;
+  draw_progress(options.progress, r.measured.size(), candidates.size(), seconds_since(start), best_ms());
+
+  // The finalists again, in rounds, each round in another order: a machine that slows
+  // down for a while slows every finalist alike.
+  std::vector<size_t> final = finalists(r.measured, options.finalists);
+  final.erase(std::remove_if(final.begin(), final.end(), [&](size_t i) { return !r.measured[i].trial.again; }),
+              final.end());
+  for (int round = 0; final.size() > 1 && round < options.rounds; ++round) {
+    if (round > 0 && seconds_since(start) >= options.budget_s) break;
+    for (size_t j = 0; j < final.size(); ++j) {
+      Measurement& m = r.measured[final[(j + size_t(round)) % final.size()]];
+      if (!m.ok) continue;
+      try {
+        m.rounds.push_back(m.trial.again());
+      } catch (const std::exception& e) {
+        m.ok = false;
+        m.error = std::string("timed again: ") + e.what();
+      }
+    }
+    r.rounds = round + 1;
+  }
+  int winner = -1;
+  for (size_t i = 0; i < r.measured.size(); ++i) {
+    Measurement& m = r.measured[i];
+    m.trial.again = nullptr;  // the compiled kernels go
+    if (!m.ok) continue;
+    m.confirmed_ms = m.rounds.empty() ? m.trial.ms : median(m.rounds);
+    // Where the finalists ran rounds, only they compete, on their rounds' medians.
+    if (r.rounds > 0 && m.rounds.empty()) continue;
+    if (winner < 0 || m.confirmed_ms < r.measured[size_t(winner)].confirmed_ms) winner = int(i);
+  }
+  const Measurement& chosen = r.measured[0];
+  if (winner > 0 && chosen.ok && (r.rounds == 0 || !chosen.rounds.empty()) &&
+      r.measured[size_t(winner)].confirmed_ms > chosen.confirmed_ms * (1 - options.margin)) {
+    log("schedule", "tune " + name + ": candidate " + std::to_string(winner) + " is within " +
+                        std::to_string(int(options.margin * 100)) + "% of the cost model's choice, which stays");
+    winner = 0;
   }
   r.elapsed_s = seconds_since(start);
-  draw_progress(options.progress, r.measured.size(), candidates.size(), r.elapsed_s, best ? best->trial.ms : 0);
   if (options.progress) *options.progress << "\n";
-  if (!best) {
+  if (winner < 0) {
     user_error("tune ", name, ": none of the ", r.measured.size(), " candidates could be timed; the first failed with: ",
                r.measured.empty() ? std::string("(none tried)") : r.measured[0].error);
   }
-  r.entry.knobs = best->candidate.knobs;
-  r.entry.schedule = best->trial.source;
-  r.entry.measured_ms = best->trial.ms;
-  r.entry.predicted_ms = best->candidate.predicted_s * 1e3;
+  const Measurement& best = r.measured[size_t(winner)];
+  r.winner = winner;
+  r.entry.knobs = best.candidate.knobs;
+  r.entry.schedule = best.trial.source;
+  r.entry.measured_ms = best.confirmed_ms;
+  r.entry.predicted_ms = best.candidate.predicted_s * 1e3;
   r.entry.date = utc_now();
   return r;
 }

@@ -1,8 +1,12 @@
 // Tuning: the cost model proposes, the machine decides. The search's best candidates
 // (ranked_candidates) are each applied, compiled and timed by the caller's `measure`,
-// within a wall-clock budget, with a progress bar; the fastest becomes a tuning database
-// entry. The loop knows nothing of how a pipeline is built or timed, so `kiln tune`
-// (kernel-library generators) and tests share it.
+// within a wall-clock budget, with a progress bar. The fastest few of that first pass (and
+// the cost model's own choice) are then timed again in interleaved rounds, so that a
+// candidate that was lucky once, or a machine that slowed down between two candidates,
+// does not decide; the winner of those rounds becomes a tuning database entry, and a
+// runner-up replaces the cost model's choice only where it is faster by a margin. The loop
+// knows nothing of how a pipeline is built or timed, so `kiln tune` (kernel-library
+// generators) and tests share it.
 #pragma once
 
 #include <Halide.h>
@@ -21,25 +25,36 @@ namespace kiln::autoschedule {
 struct TuneOptions {
   int candidates = 8;      // how many of the cost model's best to time
   double budget_s = 60;    // wall clock for the whole run; the first candidate always runs
+  int finalists = 3;       // the first pass's fastest, timed again (with the cost model's choice)
+  int rounds = 5;          // interleaved rounds of the finalists, while the budget lasts (one at least)
+  double margin = 0.03;    // how much faster than the cost model's choice a runner-up must be
   std::ostream* progress = nullptr;  // a progress bar (stderr in `kiln tune`), or none
 };
 
-// What `measure` reports for one candidate: its time and the schedule source applied.
+// What `measure` reports for one candidate: its time, the schedule source applied and,
+// where the caller can keep the compiled candidate, a way to time it again (the
+// finalists' rounds; returns milliseconds). Without `again` a candidate is judged by its
+// first time alone.
 struct Trial {
   double ms = 0;
   std::string source;
+  std::function<double()> again;
 };
 
 struct Measurement {
   Candidate candidate;
   bool ok = false;
   Trial trial;
-  std::string error;  // why it could not be timed (a Halide error, ...)
+  std::string error;           // why it could not be timed (a Halide error, ...)
+  std::vector<double> rounds;  // a finalist's times in the interleaved rounds
+  double confirmed_ms = 0;     // their median (the first time where there are none)
 };
 
 struct TuneResult {
   std::vector<Measurement> measured;  // in the order tried: best predicted first
   int not_tried = 0;                  // candidates left when the budget ran out
+  int rounds = 0;                     // interleaved rounds the finalists ran
+  int winner = -1;                    // index into measured
   double elapsed_s = 0;
   TuningEntry entry;                  // the winner, keyed for the database
 };

@@ -17,9 +17,30 @@ struct KernelTiming {
   int runs = 0;
 };
 
-// Compiles `k`'s (already scheduled) pipeline for `target` and times up to `reps` runs
-// after a warm-up, stopping early once 5 runs are in and `max_seconds` have passed. On a
-// GPU target each run includes the device synchronization.
+// One compiled kernel with its inputs bound, ready to be timed as often as wanted (kiln
+// tune times its finalists again, interleaved, after the first pass).
+class KernelTimer {
+ public:
+  // Compiles `k`'s (already scheduled) pipeline for `target`, binds seeded random inputs
+  // at the estimate sizes and runs it once (the warm-up: copies inputs to the device,
+  // fills JIT caches).
+  KernelTimer(DirectKernel k, const Halide::Target& target);
+
+  // Up to `reps` runs, stopping early once 5 runs are in and `max_seconds` have passed. On
+  // a GPU target each run includes the device synchronization.
+  KernelTiming time(int reps, double max_seconds);
+
+ private:
+  void run_once();
+
+  DirectKernel k_;
+  Halide::Target target_;
+  Halide::Pipeline pipeline_;
+  std::vector<Tensor> inputs_;  // the data the params share
+  Halide::Buffer<> out_;
+};
+
+// Compiles and times `k` once: KernelTimer(k, target).time(reps, max_seconds).
 KernelTiming time_kernel(DirectKernel& k, const Halide::Target& target, int reps, double max_seconds);
 
 }  // namespace kiln::kernels

@@ -5,6 +5,7 @@
 // SCHEDULE Kiln), kiln autoschedule) finds it.
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "autoschedule.h"
 #include "cli/commands.h"
@@ -65,16 +66,20 @@ Args parse(const std::vector<std::string>& args) {
 }
 
 void print_summary(const autoschedule::TuneResult& r, const std::string& path) {
-  std::fprintf(stderr, "  %-3s %12s %12s  %s\n", "#", "measured", "predicted", "knobs");
+  std::fprintf(stderr, "  %-3s %12s %12s %12s  %s\n", "#", "measured", "again", "predicted", "knobs");
   for (size_t i = 0; i < r.measured.size(); ++i) {
     const autoschedule::Measurement& m = r.measured[i];
-    char measured[32] = "failed";
-    if (m.ok) std::snprintf(measured, sizeof measured, "%.4g ms", m.trial.ms);
-    std::fprintf(stderr, "  %-3zu %12s %9.4g ms  %s%s%s\n", i, measured, m.candidate.predicted_s * 1e3,
-                 m.candidate.knobs.empty() ? "(no knobs)" : m.candidate.knobs.str().c_str(),
-                 i == 0 ? "  (cost model's choice)" : "", m.ok ? "" : ("  " + m.error.substr(0, 120)).c_str());
+    char measured[32] = "failed", again[32] = "";
+    if (m.trial.ms > 0) std::snprintf(measured, sizeof measured, "%.4g ms", m.trial.ms);
+    if (m.ok && !m.rounds.empty()) std::snprintf(again, sizeof again, "%.4g ms", m.confirmed_ms);
+    std::string notes = i == 0 ? "  (cost model's choice)" : "";
+    if (int(i) == r.winner) notes += "  <- saved";
+    if (!m.ok) notes += "  " + m.error.substr(0, 120);
+    std::fprintf(stderr, "  %-3zu %12s %12s %9.4g ms  %s%s\n", i, measured, again, m.candidate.predicted_s * 1e3,
+                 m.candidate.knobs.empty() ? "(no knobs)" : m.candidate.knobs.str().c_str(), notes.c_str());
   }
   if (r.not_tried > 0) std::fprintf(stderr, "  (%d more candidates not tried: budget spent)\n", r.not_tried);
+  if (r.rounds > 0) std::fprintf(stderr, "  (again: the finalists' median over %d interleaved rounds)\n", r.rounds);
   std::printf("%s: best %.4g ms measured (predicted %.4g ms) of %zu candidates in %.1f s; saved to %s\n",
               r.entry.generator.c_str(), r.entry.measured_ms, r.entry.predicted_ms, r.measured.size(), r.elapsed_s,
               path.c_str());
@@ -104,9 +109,12 @@ int tune(const std::vector<std::string>& argv) {
   auto measure = [&](const autoschedule::Knobs& knobs, double seconds_left) {
     kernels::DirectKernel k = kernels::build_direct(spec);
     const autoschedule::SearchResult s = autoschedule::schedule_pipeline(k.lowered.pipeline(), target, machine, &knobs);
-    const kernels::KernelTiming t = kernels::time_kernel(k, target, a.reps, std::max(0.0, seconds_left));
-    // The fastest run: on a machine shared with other work, the one least disturbed by it.
-    return autoschedule::Trial{t.min_ms, s.source};
+    auto timer = std::make_shared<kernels::KernelTimer>(std::move(k), target);
+    const kernels::KernelTiming t = timer->time(a.reps, std::max(0.0, seconds_left));
+    // The first pass takes the fastest run (on a machine shared with other work, the one
+    // least disturbed by it); the finalists' rounds take medians, as bench-kernels reports.
+    const int reps = a.reps;
+    return autoschedule::Trial{t.min_ms, s.source, [timer, reps] { return timer->time(reps, 1.0).median_ms; }};
   };
   kernels::DirectKernel throwaway = kernels::build_direct(spec);
   autoschedule::TuneOptions options;

@@ -4,6 +4,8 @@
 // database entry for its pipeline (and only for its pipeline).
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "autoschedule.h"
 #include "core/error.h"
 #include "tuner.h"
@@ -247,6 +249,89 @@ TEST(Tuning, TuneOnACudaTargetKeepsTheFastestMeasured) {
   EXPECT_EQ(r.entry.measured_ms, 1.0);
   EXPECT_EQ(r.entry.target, as::tuning_target_key(kCuda));
   EXPECT_NE(r.entry.schedule.find("gpu_threads("), std::string::npos) << r.entry.schedule;
+}
+
+// A stand-in clock for the tuning loop on the CPU: each candidate's first time and the
+// time it gives when timed again, and a count of the compiled kernels alive.
+struct FakeClock {
+  std::vector<as::Candidate> candidates;
+  std::vector<double> first, again;
+  std::vector<int> again_calls;
+  std::shared_ptr<int> alive = std::make_shared<int>(0);
+  int most_alive_in_rounds = 0;
+
+  as::MeasureFn measure() {
+    return [this](const as::Knobs& k, double) {
+      size_t i = 0;
+      while (i < candidates.size() && !(candidates[i].knobs == k)) ++i;
+      EXPECT_LT(i, candidates.size()) << "tune timed knobs that are not a ranked candidate: " << k.str();
+      // The "compiled kernel": alive while the loop keeps its `again`.
+      std::shared_ptr<int> kernel(new int(0), [alive = alive](int* p) { --*alive, delete p; });
+      ++*alive;
+      return as::Trial{first.at(i), "source " + std::to_string(i), [this, i, kernel] {
+                         ++again_calls.at(i);
+                         most_alive_in_rounds = std::max(most_alive_in_rounds, *alive);
+                         return again.at(i);
+                       }};
+    };
+  }
+};
+
+FakeClock fake_clock(size_t n) {
+  FakeClock f;
+  f.candidates = as::ranked_candidates(fresh("softmax"), host(), machine(), int(n));
+  f.first.assign(f.candidates.size(), 5.0);
+  f.again.assign(f.candidates.size(), 5.0);
+  f.again_calls.assign(f.candidates.size(), 0);
+  return f;
+}
+
+// The first pass's fastest are timed again in interleaved rounds, and the rounds decide: a
+// candidate that was lucky once loses to one that is fast every time; a candidate outside
+// the finalists is never timed again and its compiled kernel is let go.
+TEST(Tuning, TheFinalistsRoundsDecideNotOneLuckyRun) {
+  FakeClock f = fake_clock(5);
+  ASSERT_GE(f.candidates.size(), 5u);
+  f.first = {1.0, 0.5, 1.1, 3.0, 4.0};   // candidate 1 was lucky; 3 and 4 are slow at first
+  f.again = {1.0, 2.0, 0.8, 0.1, 0.1};   // ... and 2 is the fastest every time after
+  as::TuneOptions o;
+  o.candidates = 5;
+  o.finalists = 3;
+  const as::TuneResult r = as::tune(fresh("softmax"), "kiln_softmax", host(), machine(), o, f.measure());
+  ASSERT_EQ(r.measured.size(), 5u);
+  EXPECT_EQ(r.rounds, o.rounds);
+  EXPECT_EQ(r.winner, 2);
+  EXPECT_TRUE(r.entry.knobs == f.candidates[2].knobs) << r.entry.knobs.str();
+  EXPECT_EQ(r.entry.measured_ms, 0.8);
+  EXPECT_EQ(r.entry.schedule, "source 2");
+  EXPECT_EQ(f.again_calls, (std::vector<int>{o.rounds, o.rounds, o.rounds, 0, 0}));
+  EXPECT_EQ(r.measured[1].confirmed_ms, 2.0);
+  EXPECT_LE(f.most_alive_in_rounds, 3) << "only the finalists keep their compiled kernels";
+  EXPECT_EQ(*f.alive, 0) << "every compiled kernel is let go when tuning ends";
+}
+
+// A runner-up replaces the cost model's choice only when it is faster by the margin; the
+// cost model's choice is a finalist even when the first pass put it outside them.
+TEST(Tuning, TheCostModelsChoiceStaysUnlessARunnerUpIsFasterByTheMargin) {
+  FakeClock f = fake_clock(4);
+  ASSERT_GE(f.candidates.size(), 4u);
+  f.first = {2.0, 1.0, 1.5, 1.2};
+  f.again = {1.0, 0.99, 1.5, 1.2};  // 1% faster: within the 3% margin
+  as::TuneOptions o;
+  o.candidates = 4;
+  o.finalists = 1;
+  const as::TuneResult r = as::tune(fresh("softmax"), "kiln_softmax", host(), machine(), o, f.measure());
+  EXPECT_EQ(f.again_calls, (std::vector<int>{o.rounds, o.rounds, 0, 0}));
+  EXPECT_EQ(r.winner, 0);
+  EXPECT_TRUE(r.entry.knobs == f.candidates[0].knobs);
+  EXPECT_EQ(r.entry.measured_ms, 1.0);
+
+  f = fake_clock(4);
+  f.first = {2.0, 1.0, 1.5, 1.2};
+  f.again = {1.0, 0.9, 1.5, 1.2};  // 10% faster: it wins
+  const as::TuneResult r2 = as::tune(fresh("softmax"), "kiln_softmax", host(), machine(), o, f.measure());
+  EXPECT_EQ(r2.winner, 1);
+  EXPECT_EQ(r2.entry.measured_ms, 0.9);
 }
 
 // Choices the GPU model scores alike (a DRAM-bound kernel's block shapes) take two
