@@ -209,7 +209,9 @@ void ScheduleWriter::compute_at(const std::string& func, const std::string& at, 
 
 std::string ScheduleWriter::rfactor(const std::string& func, const std::string& rvar, const std::string& var) {
   Halide::Func partial = funcs_.at(func).update(0).rfactor(Halide::RVar(rvar), Halide::Var(var));
-  const std::string id = ident(partial.name());
+  // Named after `func`, not after Halide's name for it, which carries a number that
+  // depends on how many Funcs the process made before (softmax_max$38 -> softmax_max_38_intm).
+  const std::string id = ident(func, "_intm");
   lines_.push_back("Func " + id + " = " + func_ref(func) + ".update(0).rfactor(" + var_ref(rvar, true) + ", " +
                    var_ref(var, false) + ");");
   rvars_[partial.name()] = rvars_[func];  // its update keeps the reduction variables not preserved
@@ -220,7 +222,7 @@ std::string ScheduleWriter::rfactor(const std::string& func, const std::string& 
 
 std::string ScheduleWriter::wrap(const std::string& func) {
   Halide::Func wrapper = funcs_.at(func).in();
-  const std::string id = ident(wrapper.name());
+  const std::string id = ident(func, "_in");
   lines_.push_back("Func " + id + " = " + func_ref(func) + ".in();");
   funcs_[wrapper.name()] = wrapper;
   func_ids_[wrapper.name()] = id;

@@ -260,7 +260,9 @@ struct Search {
       }
       if (ok) {
         const FuncInfo& h = info.at(host);
-        ok = is_pure_output(h) && !tiles.count(host) && h.vars.size() >= 2 && reduces_rows_of(f, h) > 0;
+        // A 1-D output of the reduction's shape takes its rows with its elements, in tasks.
+        ok = is_pure_output(h) && !tiles.count(host) &&
+             (h.vars.size() >= 2 ? reduces_rows_of(f, h) > 0 : f.vars.size() == 1 && f.extents == h.extents);
       }
       const std::optional<Fusion> k = allowed_fusion(f, {Fusion::PerRow, Fusion::Root}, "a row reduction");
       // At root, its input is read once more from wherever the whole of it fits.
@@ -386,9 +388,10 @@ struct Search {
   // checked after placement (which schedules nothing) and before the first directive,
   // so a stale knob leaves the pipeline untouched.
   // Whether `f`'s rows are split into parallel tasks of a band (a knob): a pure output
-  // of two dims or more that is not register-tiled, or a row reduction at root.
+  // of two dims or more that is not register-tiled, a 1-D output that computes row
+  // reductions, or a row reduction at root.
   bool has_band(const FuncInfo& f) const {
-    if (f.is_output && is_pure_output(f)) return f.vars.size() >= 2 && !tiles.count(f.name);
+    if (f.is_output && is_pure_output(f)) return (f.vars.size() >= 2 || rows_var.count(f.name)) && !tiles.count(f.name);
     return f.reduction == ReductionKind::Row && place.at(f.name).where == Where::Root && !root_tiles.count(f.name) &&
            !is_fixed(f.name);
   }
@@ -489,6 +492,16 @@ struct Search {
     return p;
   }
 
+  // The fewest rows of reduction `r` per task: tasks that read at least kMinTaskBytes
+  // while there are four tasks per core (one task per short row costs more in the thread
+  // pool, its queue's lock contended by every core, than summing the row does).
+  int least_band(const FuncInfo& r, double rows) const {
+    const double bytes_per_row = double(r.bytes) * r.reduction_trips();
+    int least = 1;
+    while (2.0 * least * bytes_per_row <= kMinTaskBytes && std::ceil(rows / (2.0 * least)) >= 4.0 * m.cores) least *= 2;
+    return least;
+  }
+
   // Rows per task for `func`'s `rows` (from `least` up, powers of two), while every core
   // still gets four tasks (dynamic balance on a shared machine), at the lowest time
   // `plan(band)` predicts; the other sizes are runner-ups, and so is the next larger band
@@ -528,15 +541,7 @@ struct Search {
     double flops = h.flops_per_point;
     for (const auto& [name, e] : evaluations) flops += info.at(name).flops_per_point * e / h.points();
     if (h.vars.size() == 1) {
-      const int chunk = 1 << 14;
-      if (h.extents[0] >= 2 * chunk) {
-        w.specialize_min_extents(h.name, {2 * chunk})
-            .split(h.vars[0], "t", "i", chunk, TailStrategy::ShiftInwards)
-            .parallel("t")
-            .vectorize("i", vw, TailStrategy::ShiftInwards);
-      }
-      w.specialize_min_extents(h.name, {vw}).vectorize(h.vars[0], vw, TailStrategy::ShiftInwards);
-      decide("schedule", h.name + ": vectorized by " + std::to_string(vw) + ", tasks of " + std::to_string(chunk));
+      schedule_vector_output(w, h, flops);
       return;
     }
     double rows = 1;
@@ -550,6 +555,57 @@ struct Search {
     if (rows_var.count(h.name)) rows_var[h.name] = row;
     decide("schedule", h.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " +
                            std::to_string(band) + " rows; predicted " + pr.str());
+  }
+
+  // A 1-D output. Where it computes row reductions (their rows are its elements), tasks of
+  // a band of elements, each computing its band of rows first (one parallel loop, where
+  // the reductions at root and a copy to the output would be two); else tasks of 2^14
+  // elements where there are two of them at least.
+  void schedule_vector_output(ScheduleWriter& w, const FuncInfo& h, double flops) {
+    const int vw = lanes(h);
+    const std::string x = h.vars[0];
+    const double n = double(h.extents[0]);
+    if (rows_var.count(h.name)) {
+      std::vector<const FuncInfo*> hosted;
+      int least = 1;
+      for (const auto& [name, p] : place) {
+        if (p.where != Where::AtRow || p.host != h.name) continue;
+        hosted.push_back(&info.at(name));
+        least = std::max(least, least_band(info.at(name), n));
+      }
+      const auto [band, pr] = choose_band(h.name, n, least, [&](int b) {
+        StagePlan plan = row_plan(h, flops, n, b);
+        for (const FuncInfo* r : hosted) {
+          const StagePlan rp = row_reduction_plan(*r, b);
+          plan.flops += rp.flops;
+          plan.loads += rp.loads;
+          plan.streams.push_back(rp.streams[0]);  // the rows' input; their results stay in the task
+        }
+        return plan;
+      });
+      StageWriter s = w.stage(h.name);
+      const std::string inner = outer_loops(s, {x}, x, band);
+      rows_var[h.name] = band > 1 ? x + "_task" : x;
+      if (band >= vw) s.vectorize(inner, vw, TailStrategy::GuardWithIf);
+      decide("schedule", h.name + ": parallel tasks of " + std::to_string(band) + " elements, each computing its rows of " +
+                             std::to_string(hosted.size()) + " row reduction" + (hosted.size() == 1 ? "" : "s") +
+                             "; predicted " + pr.str());
+      return;
+    }
+    const int chunk = 1 << 14;
+    const bool tasks = n >= 2.0 * chunk;
+    if (tasks) {
+      w.specialize_min_extents(h.name, {2 * chunk})
+          .split(x, "t", "i", chunk, TailStrategy::ShiftInwards)
+          .parallel("t")
+          .vectorize("i", vw, TailStrategy::ShiftInwards);
+    }
+    w.specialize_min_extents(h.name, {vw}).vectorize(x, vw, TailStrategy::ShiftInwards);
+    const Prediction pr = predict(row_plan(h, flops, tasks ? std::ceil(n / chunk) : 1, 1), m);
+    result.predicted_s += pr.total_s;
+    decide("schedule", h.name + ": vectorized by " + std::to_string(vw) +
+                           (tasks ? ", parallel tasks of " + std::to_string(chunk) : std::string(", one task")) +
+                           "; predicted " + pr.str());
   }
 
   // A contraction computed per register tile of its output: tiles of rows x vectors,
@@ -687,18 +743,11 @@ struct Search {
     const std::string outer = r.vars.back();
     StageWriter pure = w.stage(r.name), update = w.stage(r.name, 0);
     if (r.reduction == ReductionKind::Row) {
-      // Its rows (kept dims fused into one loop) in tasks of `band`, each reading at least
-      // kMinTaskBytes while there are four tasks per core: one task per short row costs
-      // more in the thread pool (its queue's lock, contended by every core) than summing
-      // the row does. Of the bands from there up, the cost model's choice. Partial results
-      // are computed per row, so they stay in registers and L1.
+      // Its rows (kept dims fused into one loop) in tasks of `band` (from least_band up,
+      // the cost model's choice). Partial results are computed per row, so they stay in
+      // registers and L1.
       const double rows = r.points();
-      const double bytes_per_row = double(r.bytes) * r.reduction_trips();
-      int least = 1;
-      while (2.0 * least * bytes_per_row <= kMinTaskBytes && std::ceil(rows / (2.0 * least)) >= 4.0 * m.cores) {
-        least *= 2;
-      }
-      const auto [band, pr] = choose_band(r.name, rows, least, [&](int b) { return row_reduction_plan(r, b); });
+      const auto [band, pr] = choose_band(r.name, rows, least_band(r, rows), [&](int b) { return row_reduction_plan(r, b); });
       std::vector<std::string> loops = {""};  // outer_loops' vars: the row dims follow a vector dim
       loops.insert(loops.end(), r.vars.begin(), r.vars.end());
       const std::string row = outer_loops(pure, loops, r.vars[0], band);

@@ -4,6 +4,8 @@
 // estimates, a bad KILN_MACHINE) is a warning or a kiln::Error, never a crash.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <chrono>
 #include <cmath>
 
@@ -114,50 +116,90 @@ TEST(KilnPlugin, ContractionsGetRegisterTilesAndRowsStayInCache) {
   EXPECT_TRUE(per_row) << r.source;
 }
 
-// A reduction of short rows at root runs its rows in tasks of several (a task per row of
-// 300 floats costs more in the thread pool than summing it), as many as keep four tasks
-// per core.
+// The row reduction a 1-D output reads: by default it is computed per task of the output
+// (one parallel loop); a fusion knob puts it at root.
+std::string row_reduction_of(const as::SearchResult& r) {
+  for (const auto& [f, p] : r.knobs.fusion) {
+    if (p == as::Fusion::PerRow) return f;
+  }
+  ADD_FAILURE() << "no row reduction computed per row: " << r.knobs.str();
+  return "";
+}
+
+// A reduction of short rows runs its rows in tasks of several (a task per row of 300
+// floats costs more in the thread pool than summing it), as many as keep four tasks per
+// core: per task of the 1-D output that reads it, or at root.
 TEST(KilnPlugin, ShortRowsAreReducedInTasksOfSeveralRows) {
   const Halide::Target host = Halide::get_jit_target_from_environment();
   as::MachineModel m = as::machine_model(host);
-  m.cores = 2;  // 29 rows: tasks of 4 rows leave 8 tasks, four per core
-  as::SearchResult r = as::schedule_pipeline(lower_case(find_case("row_sum")).pipeline(), host, m);
-  EXPECT_TRUE(any_decision(r, "rows in parallel tasks of 4")) << ::testing::PrintToString(r.decisions);
-  m.cores = 16;  // fewer rows than four tasks per core: one row per task
-  r = as::schedule_pipeline(lower_case(find_case("row_sum")).pipeline(), host, m);
-  EXPECT_TRUE(any_decision(r, "rows in parallel tasks of 1")) << ::testing::PrintToString(r.decisions);
+  auto fresh = [] { return lower_case(find_case("row_sum")).pipeline(); };
+  for (int cores : {2, 16}) {
+    SCOPED_TRACE(cores);
+    m.cores = cores;  // 29 rows: on 2 cores tasks of 4 rows leave 8 tasks, four per core; on 16, one row per task
+    const std::string band = cores == 2 ? "4" : "1";
+    as::SearchResult r = as::schedule_pipeline(fresh(), host, m);
+    EXPECT_TRUE(any_decision(r, "parallel tasks of " + band + " elements, each computing its rows of 1 row reduction"))
+        << ::testing::PrintToString(r.decisions);
+    as::Knobs root;
+    root.fusion[row_reduction_of(r)] = as::Fusion::Root;
+    r = as::schedule_pipeline(fresh(), host, m, &root);
+    EXPECT_TRUE(any_decision(r, "rows in parallel tasks of " + band)) << ::testing::PrintToString(r.decisions);
+  }
 }
 
-// A row reduction at root is priced by the cost model (it was 0 ms, so a pipeline of one
-// looked free), its band is a knob with the other bands as runner-ups, and each row is
-// reduced in several vectors of partial results (one accumulator waits on the add's
-// latency every step).
+// A row reduction is priced by the cost model (at root it was 0 ms, so a pipeline of one
+// looked free), the band of its tasks is a knob with the other bands as runner-ups, and
+// each row is reduced in several vectors of partial results (one accumulator waits on the
+// add's latency every step).
 TEST(KilnPlugin, RootRowReductionsArePredictedAndTheirBandIsAKnob) {
   const Halide::Target host = Halide::get_jit_target_from_environment();
   as::MachineModel m = as::machine_model(host);
   m.cores = 2;
   // Scheduling changes a pipeline's Funcs (rfactor): each search gets a fresh one.
   auto fresh = [] { return lower_case(find_case("row_sum")).pipeline(); };
-  as::SearchResult r = as::schedule_pipeline(fresh(), host, m);
-  EXPECT_GT(r.predicted_s, 0);
-  // Rows of 300 floats: two vectors of 8 partial sums (AVX2), but one of 16 (AVX-512),
-  // whose final sum of 32 lanes, one at a time, would cost more than the latency saved.
-  EXPECT_TRUE(any_decision(as::schedule_pipeline(fresh(), Halide::Target("x86-64-linux-avx2"), m),
-                           "row reduction in 2 vectors of 8"));
-  EXPECT_TRUE(any_decision(as::schedule_pipeline(fresh(), Halide::Target("x86-64-linux-avx2-avx512-avx512_skylake"), m),
-                           "row reduction in 1 vector of 16"));
-  ASSERT_EQ(r.knobs.bands.size(), 1u) << r.knobs.str();  // the output, of one dim, has no band
-  const std::string reduction = r.knobs.bands.begin()->first;
-  EXPECT_EQ(r.knobs.bands.begin()->second, 4) << r.knobs.str();
-  bool runner_up = false;
-  for (const as::Alternative& a : r.alternatives) runner_up |= a.change.bands.count(reduction) > 0;
-  EXPECT_TRUE(runner_up);
-  as::Knobs k;
-  k.bands[reduction] = 8;
-  r = as::schedule_pipeline(fresh(), host, m, &k);
-  EXPECT_TRUE(any_decision(r, "rows in parallel tasks of 8")) << ::testing::PrintToString(r.decisions);
-  k.bands[reduction] = 0;
-  EXPECT_THROW(as::schedule_pipeline(fresh(), host, m, &k), Error);
+  const std::string reduction = row_reduction_of(as::schedule_pipeline(fresh(), host, m));
+  for (const bool at_root : {false, true}) {
+    SCOPED_TRACE(at_root ? "at root" : "per task of the output");
+    as::Knobs k;
+    if (at_root) k.fusion[reduction] = as::Fusion::Root;
+    as::SearchResult r = as::schedule_pipeline(fresh(), host, m, &k);
+    EXPECT_GT(r.predicted_s, 0);
+    // Rows of 300 floats: two vectors of 8 partial sums (AVX2), but one of 16 (AVX-512),
+    // whose final sum of 32 lanes, one at a time, would cost more than the latency saved.
+    EXPECT_TRUE(any_decision(as::schedule_pipeline(fresh(), Halide::Target("x86-64-linux-avx2"), m, &k),
+                             "row reduction in 2 vectors of 8"));
+    EXPECT_TRUE(any_decision(
+        as::schedule_pipeline(fresh(), Halide::Target("x86-64-linux-avx2-avx512-avx512_skylake"), m, &k),
+        "row reduction in 1 vector of 16"));
+    // One band: the reduction's at root, the output's when it computes the rows.
+    ASSERT_EQ(r.knobs.bands.size(), 1u) << r.knobs.str();
+    const std::string banded = r.knobs.bands.begin()->first;
+    EXPECT_EQ(banded == reduction, at_root) << r.knobs.str();
+    EXPECT_EQ(r.knobs.bands.begin()->second, 4) << r.knobs.str();
+    bool runner_up = false;
+    for (const as::Alternative& a : r.alternatives) runner_up |= a.change.bands.count(banded) > 0;
+    EXPECT_TRUE(runner_up);
+    k.bands[banded] = 8;
+    r = as::schedule_pipeline(fresh(), host, m, &k);
+    EXPECT_TRUE(any_decision(r, at_root ? "rows in parallel tasks of 8" : "parallel tasks of 8 elements"))
+        << ::testing::PrintToString(r.decisions);
+    k.bands[banded] = 0;
+    EXPECT_THROW(as::schedule_pipeline(fresh(), host, m, &k), Error);
+  }
+}
+
+// Every output is priced, a 1-D one too (a pointwise chain over a vector was 0 ms).
+TEST(KilnPlugin, OneDimensionalOutputsArePredicted) {
+  const Halide::Target host = Halide::get_jit_target_from_environment();
+  Halide::ImageParam in(Halide::Float(32), 1, "in");
+  Halide::Var x("x");
+  Halide::Func out("out");
+  out(x) = Halide::sin(in(x)) * 2.0f;
+  in.dim(0).set_estimate(0, 1 << 20);
+  out.set_estimate(x, 0, 1 << 20);
+  const as::SearchResult r = as::schedule_pipeline(Halide::Pipeline(out), host, as::machine_model(host));
+  EXPECT_GT(r.predicted_s, 0) << ::testing::PrintToString(r.decisions);
+  EXPECT_TRUE(any_decision(r, "parallel tasks of 16384")) << ::testing::PrintToString(r.decisions);
 }
 
 // Fusion is a knob: each Func whose placement the search chose is recorded with the

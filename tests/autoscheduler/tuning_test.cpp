@@ -4,6 +4,7 @@
 // database entry for its pipeline (and only for its pipeline).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <memory>
 
 #include "autoschedule.h"
@@ -11,6 +12,7 @@
 #include "tuner.h"
 #include "fingerprint.h"
 #include "kernel_spec.h"
+#include "schedule_writer.h"
 #include "search.h"
 #include "temp_dir.h"
 #include "tuning_db.h"
@@ -249,6 +251,46 @@ TEST(Tuning, TuneOnACudaTargetKeepsTheFastestMeasured) {
   EXPECT_EQ(r.entry.measured_ms, 1.0);
   EXPECT_EQ(r.entry.target, as::tuning_target_key(kCuda));
   EXPECT_NE(r.entry.schedule.find("gpu_threads("), std::string::npos) << r.entry.schedule;
+}
+
+// The same pipeline gives the same schedule source however many Funcs of the same names
+// the process made before (Halide numbers them: softmax_max$38), so a tuning entry's
+// source, saved by `kiln tune`, and the plugin's, in another process, agree. The partial
+// results of rfactor and the stored copies of Func::in() are named after their Func too.
+TEST(Tuning, SourceDoesNotDependOnWhatTheProcessMadeBefore) {
+  for (const std::string name : {"softmax", "layer_norm", "batch_matmul"}) {
+    SCOPED_TRACE(name);
+    const std::string first = as::schedule_pipeline(fresh(name), host(), machine()).source;
+    for (int i = 0; i < 4; ++i) {
+      fresh(name);
+      EXPECT_EQ(as::schedule_pipeline(fresh(name), host(), machine()).source, first);
+    }
+    for (size_t d = first.find('$'); d != std::string::npos; d = first.find('$', d + 1)) {
+      EXPECT_FALSE(std::isdigit(static_cast<unsigned char>(first[d + 1]))) << "a process-numbered name: " << first;
+    }
+  }
+}
+
+// The C++ names of rfactor's partial results and of Func::in()'s copies come from their
+// Func's stable name, not Halide's: Halide names the partial results of a Func "acc$3"
+// "acc_3_intm", and "acc_3_intm$1" once a process has made one.
+TEST(Tuning, PartialResultsAndCopiesAreNamedAfterTheirFunc) {
+  for (int i = 0; i < 2; ++i) {
+    Halide::ImageParam in(Halide::Float(32), 2, "in");
+    Halide::Func acc{Halide::Internal::Function(std::string("acc$3"))};
+    Halide::Var x("x");
+    Halide::RDom r(0, 64);
+    acc(x) = 0.0f;
+    acc(x) += in(r, x);
+    as::ScheduleWriter w({"acc$3"}, {{"acc$3", acc}});
+    w.declare_rvar("acc$3", r.x.name());
+    w.rfactor("acc$3", r.x.name(), "u");
+    w.wrap("acc$3");
+    const std::string source = w.source();
+    EXPECT_NE(source.find("Func acc_intm = acc.update(0).rfactor("), std::string::npos) << source;
+    EXPECT_NE(source.find("Func acc_in = acc.in();"), std::string::npos) << source;
+    EXPECT_EQ(source.find("acc_3"), std::string::npos) << source;
+  }
 }
 
 // A stand-in clock for the tuning loop on the CPU: each candidate's first time and the
