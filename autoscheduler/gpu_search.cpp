@@ -459,9 +459,18 @@ struct GpuSearch {
     u.reorder(order);
     if (whole) u.vectorize(rn, t.cols, TailStrategy::GuardWithIf).unroll(rm);
     if (!inner.empty() && ku > 1) u.unroll(inner);
+    // A whole tile is indexed by constants only (vectorized and unrolled): its accumulators
+    // are registers, computed over exactly the tile (Halide cannot always prove that
+    // region constant: conv2d's, whose host fuses its outer dims into blocks). A
+    // tile cut at the edge of a small output is not: it stays where Halide puts it.
+    if (whole) {
+      for (size_t d = 0; d < r.vars.size(); ++d) w.bound_extent(r.name, r.vars[d], d == 0 ? t.cols : d == 1 ? t.rows : 1);
+      w.store_in(r.name, Halide::MemoryType::Register);
+    }
     result.predicted_s += pr.total_s;
     std::ostringstream o;
-    o << r.name << ": " << t.rows << " rows x " << t.cols << " columns per thread, blocks of " << t.tx << " x " << t.ty
+    o << r.name << ": " << t.rows << " rows x " << t.cols << " columns per thread"
+      << (whole ? " in registers" : " (edge tiles: local memory)") << ", blocks of " << t.tx << " x " << t.ty
       << " threads, " << ku << " reduction steps unrolled, computed per thread of " << host << "; predicted "
       << pr.str();
     decide("schedule", o.str());
@@ -581,6 +590,7 @@ struct GpuSearch {
     const size_t rd = row_dim(f);
     const std::string row = f.vars[rd];
     w.compute_at(partial, host, "bo");
+    w.store_in(partial, Halide::MemoryType::GPUShared);  // every thread of the block reads them
     std::vector<std::string> serial;
     for (size_t d = 0; d < f.vars.size(); ++d) {
       if (d != rd) serial.push_back(f.vars[d]);
@@ -687,6 +697,7 @@ struct GpuSearch {
       std::string why;
       const std::string partial = rfactor_row(w, *f, t.threads, &why);
       w.compute_at(f->name, h.name, "bo");
+      w.store_in(f->name, Halide::MemoryType::GPUShared);  // each row's result, read by the row's threads
       const std::string row = f->vars[row_dim(*f)];
       // The update reduces the partial results (over rxi), or, where there are none, the
       // whole row serially in the row's thread (rxi within rxo, as split).

@@ -207,6 +207,24 @@ void ScheduleWriter::compute_at(const std::string& func, const std::string& at, 
   lines_.push_back(func_ref(func) + ".compute_at(" + func_ref(at) + ", " + var_ref(var, false) + ");");
 }
 
+void ScheduleWriter::store_in(const std::string& func, Halide::MemoryType type) {
+  const char* name = nullptr;
+  switch (type) {
+    case Halide::MemoryType::GPUShared: name = "GPUShared"; break;
+    case Halide::MemoryType::Register: name = "Register"; break;
+    case Halide::MemoryType::Stack: name = "Stack"; break;
+    case Halide::MemoryType::Heap: name = "Heap"; break;
+    default: KILN_CHECK(false, "store_in: kiln writes GPUShared, Register, Stack or Heap, not memory type ", int(type));
+  }
+  funcs_.at(func).store_in(type);
+  lines_.push_back(func_ref(func) + ".store_in(MemoryType::" + name + ");");
+}
+
+void ScheduleWriter::bound_extent(const std::string& func, const std::string& var, int extent) {
+  funcs_.at(func).bound_extent(Halide::Var(var), extent);
+  lines_.push_back(func_ref(func) + ".bound_extent(" + var_ref(var, false) + ", " + std::to_string(extent) + ");");
+}
+
 std::string ScheduleWriter::rfactor(const std::string& func, const std::string& rvar, const std::string& var) {
   Halide::Func partial = funcs_.at(func).update(0).rfactor(Halide::RVar(rvar), Halide::Var(var));
   // Named after `func`, not after Halide's name for it, which carries a number that

@@ -64,6 +64,10 @@ class ScheduleWriter {
   StageWriter specialize_divisible(const std::string& func, int multiple, int min_extent);
   void compute_root(const std::string& func);
   void compute_at(const std::string& func, const std::string& at, const std::string& var);
+  // Where `func`'s buffer lives: GPUShared, Register, Stack, Heap (MemoryType).
+  void store_in(const std::string& func, Halide::MemoryType type);
+  // `func` is computed over `extent` points of `var` (a constant: registers need one).
+  void bound_extent(const std::string& func, const std::string& var, int extent);
   // rfactor of `func`'s update over `rvar` into a new Func (returned by name) with the
   // new pure var `var`. Throws Halide::CompileError when Halide cannot prove the update
   // associative; nothing is written then.

@@ -27,13 +27,18 @@ void KernelTimer::run_once() {
   if (target_.has_gpu_feature()) out_.device_sync();
 }
 
-KernelTiming KernelTimer::time(int reps, double max_seconds) {
-  std::vector<double> ms;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < std::max(1, reps); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+KernelTiming KernelTimer::time(int reps, double max_seconds, double warm_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto warm_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warm_s));
+  do {
     run_once();
-    const auto t1 = std::chrono::steady_clock::now();
+  } while (Clock::now() < warm_until);
+  std::vector<double> ms;
+  const auto start = Clock::now();
+  for (int i = 0; i < std::max(1, reps); ++i) {
+    const auto t0 = Clock::now();
+    run_once();
+    const auto t1 = Clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     if (i >= 4 && std::chrono::duration<double>(t1 - start).count() > max_seconds) break;
   }

@@ -114,7 +114,8 @@ int tune(const std::vector<std::string>& argv) {
     // The first pass takes the fastest run (on a machine shared with other work, the one
     // least disturbed by it); the finalists' rounds take medians, as bench-kernels reports.
     const int reps = a.reps;
-    return autoschedule::Trial{t.min_ms, s.source, [timer, reps] { return timer->time(reps, 1.0).median_ms; }};
+    // Rounds follow one another, so the threads are awake: a short warm-up will do.
+    return autoschedule::Trial{t.min_ms, s.source, [timer, reps] { return timer->time(reps, 1.0, 0.02).median_ms; }};
   };
   kernels::DirectKernel throwaway = kernels::build_direct(spec);
   autoschedule::TuneOptions options;
