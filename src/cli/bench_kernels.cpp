@@ -7,7 +7,10 @@
 // Each (generator, schedule) runs in a forked child: an autoscheduler that crashes or
 // hangs becomes a table row ("failed: ...", "timed out after S s") and the run goes on.
 // The parent never starts Halide's runtime (no thread pool, no CUDA context), so forking
-// is safe.
+// is safe. The children of one generator are all started (scheduled, compiled, warm)
+// before any is timed, then timed in interleaved rounds, each round in another order: a
+// machine whose speed drifts (other tenants, clocks) moves every row alike, and each
+// row's time is the median of its rounds' medians.
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <regex>
 #include <thread>
 
@@ -39,7 +43,8 @@ struct Args {
   std::string filter;
   std::string target = "host";
   int reps = 30;
-  double timeout = 120;     // per (generator, schedule): scheduling, compiling and timing
+  int rounds = 3;           // interleaved rounds of every schedule of a generator
+  double timeout = 120;     // per (generator, schedule): scheduling and compiling, then each round
   double max_seconds = 10;  // timing stops after this once 5 runs are in
   std::string db;           // tuning database for the Kiln-tuned rows
 };
@@ -54,11 +59,12 @@ Args parse(const std::vector<std::string>& args) {
     if (args[i] == "--filter") a.filter = value();
     else if (args[i] == "--target") a.target = value();
     else if (args[i] == "--reps") a.reps = std::stoi(value());
+    else if (args[i] == "--rounds") a.rounds = std::stoi(value());
     else if (args[i] == "--timeout") a.timeout = std::stod(value());
     else if (args[i] == "--max-seconds") a.max_seconds = std::stod(value());
     else if (args[i] == "--db") a.db = value();
     else user_error("bench-kernels: unknown option '", args[i],
-                    "'; options: --filter REGEX, --target host|host-cuda, --reps N, --timeout S, --max-seconds S, "
+                    "'; options: --filter REGEX, --target host|host-cuda, --reps N, --rounds N, --timeout S, --max-seconds S, "
                     "--db PATH");
   }
   a.db = autoschedule::tuning_db_path(a.db);
@@ -66,6 +72,7 @@ Args parse(const std::vector<std::string>& args) {
     user_error("bench-kernels: --target must be host or host-cuda, not '", a.target, "'");
   }
   if (a.reps < 1) user_error("bench-kernels: --reps must be at least 1");
+  if (a.rounds < 1) user_error("bench-kernels: --rounds must be at least 1");
   if (a.timeout <= 0) user_error("bench-kernels: --timeout must be positive");
   return a;
 }
@@ -109,8 +116,10 @@ bool has_tuned_entry(const kernels::DirectKernel& k, const Halide::Target& targe
                  autoschedule::machine_for(target, params).str()) != nullptr;
 }
 
-// In the child: schedule, compile and time one variant; returns "ok <ms> <runs>".
-std::string run_variant(const kernels::KernelSpec& spec, const std::string& schedule, const Args& a) {
+// In the child: schedule and compile one variant, ready to be timed; none for a
+// Kiln-tuned row without a database entry.
+std::unique_ptr<kernels::KernelTimer> prepare_variant(const kernels::KernelSpec& spec, const std::string& schedule,
+                                                      const Args& a) {
   const bool gpu = a.target == "host-cuda";
   // As kiln tune and the plugin read it: the tuned entries are keyed by this target.
   const Halide::Target target = kiln::parse_target(a.target);
@@ -121,7 +130,7 @@ std::string run_variant(const kernels::KernelSpec& spec, const std::string& sche
     // The plugin's own entry point, linked into kiln (no plugin path to find on another
     // machine).
     const std::map<std::string, std::string> params = autoscheduler_params(schedule, gpu, a);
-    if (schedule == kKilnTuned && !has_tuned_entry(k, target, params)) return "none";
+    if (schedule == kKilnTuned && !has_tuned_entry(k, target, params)) return nullptr;
     autoschedule::autoschedule(k.lowered.pipeline(), target, params);
   } else {
     std::string lib = halide_lib_dir() + "/libautoschedule_";
@@ -129,72 +138,145 @@ std::string run_variant(const kernels::KernelSpec& spec, const std::string& sche
     Halide::load_plugin(lib + ".so");
     k.lowered.pipeline().apply_autoscheduler(target, {schedule, autoscheduler_params(schedule, gpu, a)});
   }
-  const kernels::KernelTiming t = kernels::time_kernel(k, target, a.reps, a.max_seconds);
-  return "ok " + std::to_string(t.median_ms) + " " + std::to_string(t.runs);
+  return std::make_unique<kernels::KernelTimer>(std::move(k), target);
 }
 
-struct Outcome {
-  bool ok = false;
-  bool absent = false;  // no row: Kiln-tuned without a database entry
-  double ms = 0;
-  int runs = 0;
-  std::string note;  // why not ok
-};
-
-Outcome run_in_child(const kernels::KernelSpec& spec, const std::string& schedule, const Args& a) {
-  int fds[2];
-  if (pipe(fds) != 0) user_error("bench-kernels: pipe() failed");
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    std::string msg;
-    try {
-      msg = run_variant(spec, schedule, a);
-    } catch (const std::exception& e) {
-      msg = std::string("failed: ") + e.what();
-    } catch (const Halide::Error& e) {
-      msg = std::string("failed: ") + e.what();
-    }
-    (void)!write(fds[1], msg.data(), msg.size());
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string msg;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.timeout);
-  bool timed_out = false;
-  for (;;) {
-    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    if (poll(&pfd, 1, left) <= 0) continue;
-    char buf[4096];
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;  // EOF: the child is done
-    msg.append(buf, size_t(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  Outcome o;
-  if (timed_out) {
-    o.note = "timed out after " + std::to_string(int(a.timeout)) + " s";
-  } else if (msg == "none") {
-    o.absent = true;
-  } else if (msg.rfind("ok ", 0) == 0) {
-    o.ok = std::sscanf(msg.c_str(), "ok %lf %d", &o.ms, &o.runs) == 2;
-  } else if (!msg.empty()) {
+// The child's side: one line per message, "ready", "none" or "failed: ...", then "ok <ms>
+// <runs>" for each 't' the parent sends, until the parent closes its end.
+[[noreturn]] void child_main(const kernels::KernelSpec& spec, const std::string& schedule, const Args& a, int in,
+                             int out) {
+  auto send = [out](std::string msg) {
     std::replace(msg.begin(), msg.end(), '\n', ' ');
-    o.note = msg.substr(0, 160);
-  } else {
-    o.note = WIFSIGNALED(status) ? "failed: killed by signal " + std::to_string(WTERMSIG(status)) : "failed: no result";
+    msg += '\n';
+    (void)!write(out, msg.data(), msg.size());
+  };
+  try {
+    const std::unique_ptr<kernels::KernelTimer> timer = prepare_variant(spec, schedule, a);
+    if (!timer) {
+      send("none");
+      _exit(0);
+    }
+    send("ready");
+    char c = 0;
+    while (read(in, &c, 1) == 1 && c == 't') {
+      const kernels::KernelTiming t = timer->time(a.reps, a.max_seconds);
+      send("ok " + std::to_string(t.median_ms) + " " + std::to_string(t.runs));
+    }
+  } catch (const std::exception& e) {
+    send(std::string("failed: ") + e.what());
+  } catch (const Halide::Error& e) {
+    send(std::string("failed: ") + e.what());
   }
-  return o;
+  _exit(0);
 }
+
+// One schedule of one generator, in its child process.
+struct Variant {
+  std::string schedule;
+  pid_t pid = -1;
+  int to_child = -1, from_child = -1;
+  std::string pending;          // bytes read past the last line
+  bool live = false;            // ready to be timed
+  bool absent = false;          // no row: Kiln-tuned without a database entry
+  std::vector<double> samples;  // each round's median
+  int runs = 0;
+  std::string note;  // why there is no time
+
+  // The child's next line, or why there is none ("timed out after S s", "failed: ...").
+  bool next_line(double timeout_s, std::string* line) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (;;) {
+      if (size_t nl = pending.find('\n'); nl != std::string::npos) {
+        *line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        return true;
+      }
+      const int left = int(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) {
+        fail("timed out after " + std::to_string(int(timeout_s)) + " s");
+        return false;
+      }
+      pollfd pfd{from_child, POLLIN, 0};
+      if (poll(&pfd, 1, left) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = read(from_child, buf, sizeof buf);
+      if (n <= 0) {  // EOF: the child is gone
+        int status = 0;
+        waitpid(pid, &status, 0);
+        pid = -1;
+        fail(WIFSIGNALED(status) ? "failed: killed by signal " + std::to_string(WTERMSIG(status)) : "failed: no result");
+        return false;
+      }
+      pending.append(buf, size_t(n));
+    }
+  }
+
+  void fail(const std::string& why) {
+    if (note.empty()) note = why;
+    live = false;
+    stop();
+  }
+
+  void stop() {
+    if (to_child >= 0) close(to_child), to_child = -1;
+    if (from_child >= 0) close(from_child), from_child = -1;
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+  }
+
+  // Forks the child and waits until it is compiled (within the timeout).
+  void start(const kernels::KernelSpec& spec, const Args& a) {
+    int down[2], up[2];
+    if (pipe(down) != 0 || pipe(up) != 0) user_error("bench-kernels: pipe() failed");
+    std::fflush(nullptr);
+    pid = fork();
+    if (pid == 0) {
+      close(down[1]);
+      close(up[0]);
+      child_main(spec, schedule, a, down[0], up[1]);
+    }
+    close(down[0]);
+    close(up[1]);
+    to_child = down[1];
+    from_child = up[0];
+    std::string line;
+    if (!next_line(a.timeout, &line)) return;
+    if (line == "ready") {
+      live = true;
+    } else if (line == "none") {
+      absent = true;
+      stop();
+    } else {
+      fail(line.substr(0, 160));
+    }
+  }
+
+  // One round: the child times its kernel once more.
+  void time(const Args& a) {
+    if (!live) return;
+    if (write(to_child, "t", 1) != 1) return fail("failed: the child is gone");
+    std::string line;
+    if (!next_line(a.timeout, &line)) return;
+    double ms = 0;
+    int runs = 0;
+    if (std::sscanf(line.c_str(), "ok %lf %d", &ms, &runs) == 2) {
+      samples.push_back(ms);
+      this->runs += runs;
+    } else {
+      fail(line.substr(0, 160));
+    }
+  }
+
+  double median_ms() const {
+    std::vector<double> v = samples;
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  }
+};
 
 }  // namespace
 
@@ -208,26 +290,33 @@ int bench_kernels(const std::vector<std::string>& argv) {
     if (!std::regex_search(g.name, filter)) continue;
     ++matched;
     kernels::KernelSpec spec = kernels::make_spec(g.name);
-    std::vector<std::pair<std::string, Outcome>> rows;
+    std::vector<Variant> rows;
     for (const std::string& s : schedules_for(gpu)) {
-      Outcome o = run_in_child(spec, s, a);
-      if (!o.absent) rows.push_back({s, o});
+      Variant v;
+      v.schedule = s;
+      v.start(spec, a);
+      if (!v.absent) rows.push_back(std::move(v));
+    }
+    for (int round = 0; round < a.rounds; ++round) {
+      for (size_t i = 0; i < rows.size(); ++i) rows[(i + size_t(round)) % rows.size()].time(a);
     }
     double best = 0;
-    for (const auto& [s, o] : rows) {
-      if (o.ok && (best == 0 || o.ms < best)) best = o.ms;
+    for (Variant& v : rows) {
+      v.stop();
+      if (!v.samples.empty() && v.note.empty() && (best == 0 || v.median_ms() < best)) best = v.median_ms();
     }
     std::string sizes;
     for (const kernels::KernelInput& in : spec.inputs) {
       sizes += (sizes.empty() ? "" : ", ") + in.name + Shape(in.estimate).str();
     }
     std::fprintf(stderr, "%s (%s, %s)\n", g.name.c_str(), label.c_str(), sizes.c_str());
-    for (const auto& [s, o] : rows) {
-      if (o.ok) {
-        std::fprintf(stderr, "  %-14s %10.3f ms  %6.2fx%s\n", s.c_str(), o.ms, o.ms / best, o.ms == best ? "  best" : "");
-        print_bench_json({g.name, s, label, o.ms, o.runs});
+    for (const Variant& v : rows) {
+      const double ms = v.median_ms();
+      if (!v.samples.empty() && v.note.empty()) {
+        std::fprintf(stderr, "  %-14s %10.3f ms  %6.2fx%s\n", v.schedule.c_str(), ms, ms / best, ms == best ? "  best" : "");
+        print_bench_json({g.name, v.schedule, label, ms, v.runs});
       } else {
-        std::fprintf(stderr, "  %-14s %s\n", s.c_str(), o.note.c_str());
+        std::fprintf(stderr, "  %-14s %s\n", v.schedule.c_str(), v.note.empty() ? "failed: not timed" : v.note.c_str());
       }
     }
   }

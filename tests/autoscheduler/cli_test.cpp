@@ -121,6 +121,27 @@ TEST(KilnTuneCommand, ATinyBudgetWritesAnEntryThatThePluginUses) {
   EXPECT_NE(without.output.find("\"impl\": \"Kiln\""), std::string::npos) << without.output;
 }
 
+// bench-kernels starts every schedule of a generator, then times them in interleaved
+// rounds: each row's runs are its rounds' runs; a schedule that does not compile in time is
+// a row that says so, and the others are still timed.
+TEST(KilnBenchKernelsCommand, SchedulesAreTimedInInterleavedRounds) {
+  kiln::as_test::TempDir dir;
+  const CommandRun r = run_kiln("bench-kernels --filter '^kiln_reduce$' --reps 2 --rounds 3 --max-seconds 0 --db " +
+                                dir.file("none.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const std::string impl : {"manual", "default", "Kiln", "Mullapudi2016", "Adams2019", "Li2018"}) {
+    EXPECT_NE(r.output.find("\"impl\": \"" + impl + "\", \"target\": \"cpu\", \"ms\": "), std::string::npos) << impl << r.output;
+  }
+  size_t rows = 0;
+  for (size_t at = r.output.find("\"runs\": 6}"); at != std::string::npos; at = r.output.find("\"runs\": 6}", at + 1)) ++rows;
+  EXPECT_EQ(rows, 6u) << r.output;
+  const CommandRun late = run_kiln("bench-kernels --filter '^kiln_reduce$' --timeout 0.001");
+  EXPECT_EQ(late.status, 0) << late.output;
+  EXPECT_NE(late.output.find("Kiln           timed out after 0 s"), std::string::npos) << late.output;
+  const CommandRun bad = run_kiln("bench-kernels --rounds 0");
+  EXPECT_NE(bad.output.find("--rounds must be at least 1"), std::string::npos) << bad.output;
+}
+
 TEST(KilnTuneCommand, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
   kiln::as_test::TempDir dir;
   const std::string corrupt = dir.file("corrupt.json");
