@@ -32,6 +32,10 @@ struct FuncInfo {
   int bytes = 4;                       // bytes per element
   double flops_per_point = 0;          // of the pure definition
   double update_flops = 0;             // of the update, per reduction iteration
+  // Cycles per point (per reduction iteration) of calls a CPU runs one lane at a time:
+  // Halide has no vector sin, cos, tan, tanh or their inverses on x86 and calls libm for
+  // each lane (exp, log, pow and sqrt are vector code).
+  double scalar_cycles_per_point = 0, update_scalar_cycles = 0;
   std::vector<std::string> rvars;      // the update's reduction vars, innermost first
   std::vector<int64_t> rvar_extents;
   ReductionKind reduction = ReductionKind::None;

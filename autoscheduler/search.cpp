@@ -161,6 +161,16 @@ struct Search {
     return std::max(1, target.natural_vector_size(f.function.output_types()[0]));
   }
 
+  // A point's (a reduction step's) arithmetic in the cost model's vector flops: a libm
+  // call per lane costs its cycles on every lane, which vector arithmetic would share.
+  double as_vector_flops(const FuncInfo& f, double flops, double scalar_cycles) const {
+    return flops + scalar_cycles * 2.0 * lanes(f) * m.fma_units;
+  }
+  double point_flops(const FuncInfo& f) const {
+    return as_vector_flops(f, f.flops_per_point, f.scalar_cycles_per_point);
+  }
+  double step_flops(const FuncInfo& f) const { return as_vector_flops(f, f.update_flops, f.update_scalar_cycles); }
+
   void decide(const std::string& stream, const std::string& line) {
     result.decisions.push_back(line);
     log(stream, line);
@@ -199,7 +209,7 @@ struct Search {
       return;
     }
     const double evals = inline_evaluations(f);
-    if (f.trivial || f.flops_per_point == 0) {
+    if (f.trivial || point_flops(f) == 0) {
       p.where = Where::Inline;
       evaluations[f.name] = evals;
       decide("fusion", f.name + ": inlined (a load" + std::string(f.trivial ? "" : " or index math") + ")");
@@ -209,10 +219,10 @@ struct Search {
     // Inline: its arithmetic at every use, vectorized with the consumer. Root: once per
     // point, plus a write and a read back of its values.
     StagePlan in, root;
-    in.flops = f.flops_per_point * evals;
+    in.flops = point_flops(f) * evals;
     in.lanes = root.lanes = lanes(f);
     in.tasks = root.tasks = 4.0 * m.cores;
-    root.flops = f.flops_per_point * f.points();
+    root.flops = point_flops(f) * f.points();
     root.streams.push_back({2.0 * f.bytes_total(), f.bytes_total()});
     const Prediction pi = predict(in, m), pr = predict(root, m);
     p.where = pi.total_s <= pr.total_s ? Where::Inline : Where::Root;
@@ -482,7 +492,7 @@ struct Search {
   StagePlan row_reduction_plan(const FuncInfo& r, int band) const {
     StagePlan p;
     const double steps = r.reduction_trips() * r.points();
-    p.flops = std::max(1.0, r.update_flops) * steps;
+    p.flops = std::max(1.0, step_flops(r)) * steps;
     p.lanes = lanes(r);
     p.loads = steps / p.lanes;
     const double input = double(r.bytes) * steps;
@@ -538,8 +548,8 @@ struct Search {
       return;
     }
     // Arithmetic per output point, with what is inlined into it.
-    double flops = h.flops_per_point;
-    for (const auto& [name, e] : evaluations) flops += info.at(name).flops_per_point * e / h.points();
+    double flops = point_flops(h);
+    for (const auto& [name, e] : evaluations) flops += point_flops(info.at(name)) * e / h.points();
     if (h.vars.size() == 1) {
       schedule_vector_output(w, h, flops);
       return;
