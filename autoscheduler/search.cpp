@@ -849,8 +849,8 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   const Candidate chosen{best.knobs, best.predicted_s};
   std::vector<Candidate> out = {chosen};
   for (const Alternative& a : best.alternatives) out.push_back(with(chosen, a));
-  // Two knobs of different decisions at once, from each decision's best runner-ups: each
-  // stage's cost depends on its own knob only, so the prediction is still exact.
+  // Two or three knobs of different decisions at once, from each decision's best
+  // runner-ups, predicted as the sum of their changes (see search.h).
   constexpr size_t kPairedPerDecision = 3;
   std::map<std::string, size_t> taken;
   std::vector<const Alternative*> leading;
@@ -862,7 +862,14 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   }
   for (size_t i = 0; i < leading.size(); ++i) {
     for (size_t j = i + 1; j < leading.size(); ++j) {
-      if (leading[i]->func != leading[j]->func) out.push_back(with(with(chosen, *leading[i]), *leading[j]));
+      if (leading[i]->func == leading[j]->func) continue;
+      const Candidate two = with(with(chosen, *leading[i]), *leading[j]);
+      out.push_back(two);
+      for (size_t k = j + 1; k < leading.size(); ++k) {
+        if (leading[k]->func != leading[i]->func && leading[k]->func != leading[j]->func) {
+          out.push_back(with(two, *leading[k]));
+        }
+      }
     }
   }
   // The cost model's choice stays first even where a runner-up ties it.

@@ -124,9 +124,10 @@ struct Candidate {
 
 // Up to `n` candidates, best predicted first: the cost model's choice, then the choice
 // with one knob replaced by a runner-up of that decision (another register tiling, another
-// task size), or two knobs of different decisions replaced by their leading runner-ups.
-// Each stage's cost depends on its own knob only, so predictions stay exact sums of the
-// stages' costs. Schedules `pipeline` while searching: pass a throwaway copy. GPU targets
+// task size, the other placement of a Func), or two or three knobs of different decisions
+// replaced by their leading runner-ups. A register tiling or a task size changes its own
+// stage's cost only, so those predictions are exact sums of the stages' costs; a
+// placement also changes what its consumer computes, so with one the sum is an estimate. Schedules `pipeline` while searching: pass a throwaway copy. GPU targets
 // rank the GPU search's choices the same way (per-thread tilings, blocks, rows per block).
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                          const MachineModel& machine, int n);

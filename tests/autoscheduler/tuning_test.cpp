@@ -114,6 +114,30 @@ TEST(Tuning, CandidatesVaryTwoKnobsAtOnce) {
   EXPECT_NEAR(r.predicted_s, both->predicted_s, 1e-9 + 1e-9 * both->predicted_s);
 }
 
+// softmax has four decisions (the output's band, and where softmax, its max and its sum
+// are placed): some candidates change three of them at once, none more, and the search
+// applies all three.
+TEST(Tuning, CandidatesVaryThreeKnobsAtOnce) {
+  const std::vector<as::Candidate> c = as::ranked_candidates(fresh("softmax"), host(), machine(), 400);
+  ASSERT_GE(c.size(), 3u);
+  auto changed = [&](const as::Knobs& k) {
+    int n = !(k.bands == c[0].knobs.bands) + !(k.tiles == c[0].knobs.tiles);
+    for (const auto& [f, p] : k.fusion) n += c[0].knobs.fusion.at(f) != p;
+    return n;
+  };
+  const as::Candidate* three = nullptr;
+  for (const as::Candidate& cand : c) {
+    EXPECT_LE(changed(cand.knobs), 3) << cand.knobs.str();
+    if (!three && changed(cand.knobs) == 3) three = &cand;
+  }
+  ASSERT_NE(three, nullptr) << c.size() << " candidates, none changing three knobs";
+  // Each of the three is applied (a reduction moved to root brings a band of its own).
+  const as::SearchResult r = as::schedule_pipeline(fresh("softmax"), host(), machine(), &three->knobs);
+  as::Knobs applied = r.knobs;
+  applied.merge(three->knobs);
+  EXPECT_TRUE(applied == r.knobs) << r.knobs.str() << " does not apply " << three->knobs.str();
+}
+
 TEST(Tuning, KnobsAppliedAgainReproduceTheCandidate) {
   for (const std::string g : {"matmul", "softmax"}) {
     const std::vector<as::Candidate> c = as::ranked_candidates(fresh(g), host(), machine(), 4);
