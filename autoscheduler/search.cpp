@@ -851,7 +851,7 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   for (const Alternative& a : best.alternatives) out.push_back(with(chosen, a));
   // Two or three knobs of different decisions at once, from each decision's best
   // runner-ups, predicted as the sum of their changes (see search.h).
-  constexpr size_t kPairedPerDecision = 3;
+  constexpr size_t kPairedPerDecision = 3, kTripleLeading = 12;
   std::map<std::string, size_t> taken;
   std::vector<const Alternative*> leading;
   std::vector<const Alternative*> sorted;
@@ -865,7 +865,9 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
       if (leading[i]->func == leading[j]->func) continue;
       const Candidate two = with(with(chosen, *leading[i]), *leading[j]);
       out.push_back(two);
-      for (size_t k = j + 1; k < leading.size(); ++k) {
+      // Threes from the dozen closest runner-ups only: a whole model has hundreds of
+      // decisions, and n is a handful.
+      for (size_t k = j + 1; k < std::min(leading.size(), kTripleLeading); ++k) {
         if (leading[k]->func != leading[i]->func && leading[k]->func != leading[j]->func) {
           out.push_back(with(two, *leading[k]));
         }
