@@ -464,7 +464,7 @@ struct GpuSearch {
     // region constant: conv2d's, whose host fuses its outer dims into blocks). A
     // tile cut at the edge of a small output is not: it stays where Halide puts it.
     if (whole) {
-      for (size_t d = 0; d < r.vars.size(); ++d) w.bound_extent(r.name, r.vars[d], d == 0 ? t.cols : d == 1 ? t.rows : 1);
+      for (size_t d = 2; d < r.vars.size(); ++d) w.bound_extent(r.name, r.vars[d], 1);
       w.store_in(r.name, Halide::MemoryType::Register);
     }
     result.predicted_s += pr.total_s;
@@ -476,11 +476,48 @@ struct GpuSearch {
     decide("schedule", o.str());
   }
 
+  // The input buffers `func` reads, itself or through the Funcs inlined into it, each with
+  // a Func that calls it.
+  std::vector<ScheduleWriter::InputRead> inputs_read(const std::string& func) const {
+    std::vector<ScheduleWriter::InputRead> reads;
+    std::set<std::string> seen_funcs = {func}, seen_inputs;
+    std::vector<std::string> todo = {func};
+    while (!todo.empty()) {
+      const std::string name = todo.back();
+      todo.pop_back();
+      struct Calls : Halide::Internal::IRGraphVisitor {
+        std::vector<const Halide::Internal::Call*> found;
+        using Halide::Internal::IRGraphVisitor::visit;
+        void visit(const Halide::Internal::Call* c) override {
+          found.push_back(c);
+          Halide::Internal::IRGraphVisitor::visit(c);
+        }
+      } calls;
+      info.at(name).function.accept(&calls);
+      for (const Halide::Internal::Call* c : calls.found) {
+        if (c->param.defined() && c->param.is_buffer()) {
+          if (seen_inputs.insert(c->param.name()).second) reads.push_back({name, c->param.name(), c->param.dimensions()});
+        } else if (c->call_type == Halide::Internal::Call::Halide && info.funcs.count(c->name) && inlined.at(c->name) &&
+                   seen_funcs.insert(c->name).second) {
+          todo.push_back(c->name);
+        }
+      }
+    }
+    return reads;
+  }
+
   void schedule_contraction_output(ScheduleWriter& w, const FuncInfo& h) {
     const FuncInfo& r = info.at(hosted.at(h.name));
     GpuPrediction pr;
     const GpuTiling t = choose_contraction(r, &pr);
     w.compute_root(h.name);
+    // Three branches: whole tiles whose vectors start on 128-bit boundaries (aligned
+    // loads and stores: kiln_matmul 1024^3 on an H200 0.13 ms, against 0.19 with the
+    // same loops where a row may start anywhere), whole tiles, and outputs smaller
+    // than one tile.
+    if (t.cols > 1) {
+      contraction_loops(w.specialize_aligned(h.name, {t.cols, t.rows}, t.cols, inputs_read(r.name)), h.vars, t, true);
+    }
     contraction_loops(w.specialize_min_extents(h.name, {t.cols, t.rows}), h.vars, t, true);
     GpuTiling one = t;
     one.rows = one.cols = 1;

@@ -189,6 +189,88 @@ StageWriter ScheduleWriter::specialize_divisible(const std::string& func, int mu
                         std::to_string(min_extent));
 }
 
+namespace {
+
+// The buffer parameter `name` as `reader`'s definitions call it (undefined if they do not).
+Halide::Parameter input_parameter(const Halide::Func& reader, const std::string& name) {
+  struct Find : Halide::Internal::IRGraphVisitor {
+    const std::string& name;
+    Halide::Parameter found;
+    explicit Find(const std::string& n) : name(n) {}
+    using Halide::Internal::IRGraphVisitor::visit;
+    void visit(const Halide::Internal::Call* c) override {
+      if (c->param.defined() && c->param.is_buffer() && c->param.name() == name) found = c->param;
+      Halide::Internal::IRGraphVisitor::visit(c);
+    }
+  } find(name);
+  reader.function().accept(&find);
+  return find.found;
+}
+
+// The same lookup in a schedule's source, declared once before its first use: an input
+// buffer's field ("min" or "stride") in dimension `d`, as the Func `reader` sees it.
+constexpr const char* kInputFieldSource =
+    "auto input_field = [](Func reader, const std::string& name, const char* field, int d) {\n"
+    "        struct Find : ::Halide::Internal::IRGraphVisitor {\n"
+    "            const std::string& name;\n"
+    "            ::Halide::Parameter found;\n"
+    "            explicit Find(const std::string& n) : name(n) {}\n"
+    "            using ::Halide::Internal::IRGraphVisitor::visit;\n"
+    "            void visit(const ::Halide::Internal::Call* c) override {\n"
+    "                if (c->param.defined() && c->param.is_buffer() && c->param.name() == name) found = c->param;\n"
+    "                ::Halide::Internal::IRGraphVisitor::visit(c);\n"
+    "            }\n"
+    "        } find(name);\n"
+    "        reader.function().accept(&find);\n"
+    "        return ::Halide::Internal::Variable::make(::Halide::Int(32), name + \".\" + field + \".\" + std::to_string(d), find.found);\n"
+    "    };";
+
+}  // namespace
+
+StageWriter ScheduleWriter::specialize_aligned(const std::string& func, const std::vector<int>& min_extents,
+                                               int multiple, const std::vector<InputRead>& inputs) {
+  Halide::Func f = funcs_.at(func);
+  const std::string ref = func_ref(func);
+  const std::string m = " % " + std::to_string(multiple) + " == 0";
+  Halide::Expr cond = Halide::Internal::const_true();
+  std::string text;
+  auto add = [&](const Halide::Expr& e, const std::string& t) {
+    cond = cond && e;
+    text += std::string(text.empty() ? "" : " && ") + t;
+  };
+  const Halide::OutputImageParam out = f.output_buffer();
+  const std::string out_ref = ref + ".output_buffer()";
+  for (size_t d = 0; d < min_extents.size(); ++d) {
+    if (min_extents[d] > 1) {
+      add(out.dim(int(d)).extent() >= min_extents[d],
+          out_ref + ".dim(" + std::to_string(d) + ").extent() >= " + std::to_string(min_extents[d]));
+    }
+  }
+  add(out.dim(0).extent() % multiple == 0, out_ref + ".dim(0).extent()" + m);
+  add(out.dim(0).min() % multiple == 0, out_ref + ".dim(0).min()" + m);
+  for (int d = 1; d < out.dimensions(); ++d) {
+    add(out.dim(d).stride() % multiple == 0, out_ref + ".dim(" + std::to_string(d) + ").stride()" + m);
+  }
+  for (const InputRead& in : inputs) {
+    const Halide::Parameter p = input_parameter(funcs_.at(in.reader), in.name);
+    KILN_CHECK(p.defined(), func, ": ", in.reader, " does not read an input buffer named ", in.name);
+    if (!declared_input_field_) {
+      lines_.push_back(kInputFieldSource);
+      declared_input_field_ = true;
+    }
+    const std::string reader = func_ref(in.reader);
+    auto field = [&](const char* name, int d) {
+      add(Halide::Internal::Variable::make(Halide::Int(32), in.name + "." + name + "." + std::to_string(d), p) %
+                  multiple ==
+              0,
+          "input_field(" + reader + ", \"" + in.name + "\", \"" + name + "\", " + std::to_string(d) + ")" + m);
+    };
+    field("min", 0);
+    for (int d = 1; d < in.dims; ++d) field("stride", d);
+  }
+  return specialize(func, cond, text);
+}
+
 StageWriter ScheduleWriter::specialize(const std::string& func, const Halide::Expr& cond, const std::string& text) {
   Halide::Func f = funcs_.at(func);
   const std::string ref = func_ref(func);

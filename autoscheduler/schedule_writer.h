@@ -62,6 +62,20 @@ class ScheduleWriter {
   // A specialization of an output's pure definition for an innermost extent that is a
   // multiple of `multiple` and at least `min_extent`.
   StageWriter specialize_divisible(const std::string& func, int multiple, int min_extent);
+  // An input buffer as a Func of the pipeline reads it: `reader` calls the buffer `name`,
+  // which has `dims` dimensions.
+  struct InputRead {
+    std::string reader, name;
+    int dims = 0;
+  };
+  // A specialization of an output's pure definition for extents at least `min_extents`
+  // where every vector of `multiple` elements along dim 0 starts at a multiple of
+  // `multiple` elements: the output's and each input's row strides and dim-0 mins, and the
+  // output's dim-0 extent, are multiples of it. Halide learns those facts inside the branch
+  // and loads and stores whole aligned vectors (one 128-bit load where it otherwise issued
+  // four 32-bit ones, because a row could start anywhere).
+  StageWriter specialize_aligned(const std::string& func, const std::vector<int>& min_extents, int multiple,
+                                 const std::vector<InputRead>& inputs);
   void compute_root(const std::string& func);
   void compute_at(const std::string& func, const std::string& at, const std::string& var);
   // Where `func`'s buffer lives: GPUShared, Register, Stack, Heap (MemoryType).
@@ -96,6 +110,7 @@ class ScheduleWriter {
   std::set<std::string> used_ids_;
   std::vector<std::string> var_decls_, func_decls_, lines_;
   int specializations_ = 0;
+  bool declared_input_field_ = false;
 };
 
 // A writer over the analysed pipeline's Funcs, their reduction variables declared.

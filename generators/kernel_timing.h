@@ -42,6 +42,7 @@ class KernelTimer {
   Halide::Target target_;
   Halide::Pipeline pipeline_;
   std::vector<Tensor> inputs_;  // the data the params share
+  Tensor output_;               // the data out_ shares
   Halide::Buffer<> out_;
 };
 

@@ -4,11 +4,17 @@
 // thread), and the GPU cost model ranks known good and bad schedules in the right order.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <fstream>
+#include <sstream>
+
 #include "cases.h"
 #include "gpu_cost_model.h"
+#include "kernel_spec.h"
 #include "lower/default_schedule.h"
 #include "machine_model.h"
 #include "search.h"
+#include "temp_dir.h"
 
 using namespace kiln;
 using namespace kiln::as_test;
@@ -91,15 +97,20 @@ TEST(GpuSearchDecisions, TilesThreadsRowsAndVectors) {
   // Memory placement is explicit: a whole tile's accumulators in registers, computed over
   // exactly the tile, so Halide never falls back to the thread's local memory.
   EXPECT_NE(r.source.find("matmul_acc.store_in(MemoryType::Register);"), std::string::npos) << r.source;
-  EXPECT_NE(r.source.find("matmul_acc.bound_extent("), std::string::npos) << r.source;
+  // The tile's columns and rows are not bounded: the same accumulators serve the branch
+  // for outputs smaller than one tile, whose threads compute one point each, and a bound
+  // of a whole tile there would read the inputs past their ends.
+  EXPECT_EQ(r.source.find("matmul_acc.bound_extent("), std::string::npos) << r.source;
   LoweredGraph conv = lower_case(find_case("conv2d_wide"));
   r = as::schedule_pipeline(conv.pipeline(), kCuda, a100());
   EXPECT_TRUE(any_decision(r, "computed per thread of a stored copy")) << r.source;
   EXPECT_NE(r.source.find(".in();"), std::string::npos) << r.source;
   EXPECT_NE(r.source.find("store_in(MemoryType::Register);"), std::string::npos) << r.source;
-  // ... and compiles. (The kernel library's conv2d, built for CUDA with SCHEDULE Kiln, is
-  // the case that needs the bound: without it Halide cannot prove its tile's extent
-  // constant, and registers need one; the build fails.)
+  // ... and compiles. Dims past the tile's two are bounded to one point: the kernel
+  // library's conv2d (built for CUDA with SCHEDULE Kiln) fuses them into its blocks, and
+  // without the bound Halide cannot prove the tile's extent constant (registers need
+  // one; the build fails).
+  EXPECT_NE(r.source.find(".bound_extent("), std::string::npos) << r.source;
   EXPECT_NO_THROW(conv.pipeline().compile_to_module(conv.pipeline().infer_arguments(), "conv", kCuda)) << r.source;
   // softmax's max and sum are computed per block of the output's rows: one kernel.
   LoweredGraph sm = lower_case(find_case("softmax"));
@@ -115,6 +126,63 @@ TEST(GpuSearchDecisions, TilesThreadsRowsAndVectors) {
   LoweredGraph pw = lower_case(find_case("pointwise"));
   r = as::schedule_pipeline(pw.pipeline(), kCuda, a100());
   EXPECT_TRUE(any_decision(r, "adjacent elements per thread")) << r.source;
+}
+
+// The kernel library's matmul, whose sizes and strides are only known when it runs.
+kiln::kernels::DirectKernel kiln_matmul_on_the_gpu(const Halide::Target& target) {
+  kiln::kernels::DirectKernel k = kiln::kernels::build_direct(kiln::kernels::make_spec("kiln_matmul"));
+  as::schedule_pipeline(k.lowered.pipeline(), target, as::machine_model(target));
+  return k;
+}
+
+// Whole tiles whose rows start on 128-bit boundaries get a branch of their own, where
+// Halide knows the alignment (row strides and dim-0 extents multiples of the vector) and
+// loads and stores 128-bit vectors: without it every load of four adjacent floats was
+// four 32-bit loads, because a row could start anywhere (kiln_matmul 1024^3 on an H200:
+// 0.19 ms, 0.13 ms with the branch).
+TEST(GpuSearchDecisions, AlignedTilesLoadWholeVectors) {
+  kiln::kernels::DirectKernel k = kiln::kernels::build_direct(kiln::kernels::make_spec("kiln_matmul"));
+  const as::SearchResult r = as::schedule_pipeline(k.lowered.pipeline(), kCuda, a100());
+  EXPECT_NE(r.source.find("input_field(b_im, \"b\", \"stride\", 1) % 4 == 0"), std::string::npos) << r.source;
+  EXPECT_NE(r.source.find("out.output_buffer().dim(1).stride() % 4 == 0"), std::string::npos) << r.source;
+  as_test::TempDir dir;
+  const std::string s = dir.file("matmul.s");
+  k.lowered.pipeline().compile_to({{Halide::OutputFileType::assembly, s}}, k.lowered.pipeline().infer_arguments(),
+                                  "kiln_matmul_aligned", kCuda);
+  std::ifstream in(s);
+  std::stringstream text;
+  text << in.rdbuf();
+  // The PTX is in the host assembly as a string.
+  EXPECT_NE(text.str().find("ld.global.nc.v4"), std::string::npos);
+  // (Four floats are stored as one 128-bit store of two 64-bit halves.)
+  EXPECT_TRUE(text.str().find("st.global.v4") != std::string::npos ||
+              text.str().find("st.global.v2.b64") != std::string::npos);
+}
+
+// Each of the three branches (aligned whole tiles, whole tiles, an output smaller than
+// one tile) against a product in doubles.
+TEST(GpuSearchDecisions, EveryContractionBranchIsRightOnTheGpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine; the branches are compiled to CUDA without one";
+  const Halide::Target gpu = Halide::get_jit_target_from_environment().with_feature(Halide::Target::CUDA);
+  kiln::kernels::DirectKernel k = kiln_matmul_on_the_gpu(gpu);
+  for (const auto& [m, n, kk] : std::vector<std::array<int, 3>>{{64, 128, 40}, {37, 45, 29}, {3, 2, 5}}) {
+    const Tensor a = rand({m, kk}, 1, -1, 1), b = rand({kk, n}, 2, -1, 1);
+    k.params[0].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(a.buffer())));
+    k.params[1].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(b.buffer())));
+    Halide::Buffer<float> out(n, m);
+    k.lowered.pipeline().realize(out, gpu);
+    out.copy_to_host();
+    const std::vector<double> av = a.to_doubles(), bv = b.to_doubles();
+    double worst = 0;
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double want = 0;
+        for (int p = 0; p < kk; ++p) want += av[size_t(i * kk + p)] * bv[size_t(p * n + j)];
+        worst = std::max(worst, std::abs(want - out(j, i)));
+      }
+    }
+    EXPECT_LE(worst, 1e-5) << m << " x " << n << " x " << kk;
+  }
 }
 
 TEST(GpuSearchDecisions, OtherGpuApisAreErrors) {
