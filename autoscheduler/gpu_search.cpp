@@ -363,8 +363,9 @@ struct GpuSearch {
     const bool output = f.is_output;
     GpuBlockTiling t = choose_pointwise(f, flops, output, &pr);
     if (output && t.e > 1) {
-      // Vectors where the extent is a multiple of them (aligned 128-bit accesses).
-      pointwise_loops(w.specialize_divisible(f.name, t.e, t.e * t.tx), f.vars, t, true, TailStrategy::RoundUp);
+      // Vectors where every row starts on a multiple of them (128-bit loads and stores).
+      pointwise_loops(w.specialize_aligned(f.name, {t.e * t.tx}, t.e, inputs_read(f.name)), f.vars, t, true,
+                      TailStrategy::RoundUp);
     }
     GpuBlockTiling scalar = t;
     scalar.e = 1;

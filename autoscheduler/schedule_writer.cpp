@@ -180,15 +180,6 @@ StageWriter ScheduleWriter::specialize_min_extents(const std::string& func, cons
   return specialize(func, cond, text);
 }
 
-StageWriter ScheduleWriter::specialize_divisible(const std::string& func, int multiple, int min_extent) {
-  Halide::Func f = funcs_.at(func);
-  const std::string extent = func_ref(func) + ".output_buffer().dim(0).extent()";
-  Halide::Expr e = f.output_buffer().dim(0).extent();
-  return specialize(func, e % multiple == 0 && e >= min_extent,
-                    extent + " % " + std::to_string(multiple) + " == 0 && " + extent + " >= " +
-                        std::to_string(min_extent));
-}
-
 namespace {
 
 // The buffer parameter `name` as `reader`'s definitions call it (undefined if they do not).

@@ -59,9 +59,6 @@ class ScheduleWriter {
   // A specialization of an output's pure definition for extents at least `min_extents`
   // (innermost first; 0 for dims without a condition).
   StageWriter specialize_min_extents(const std::string& func, const std::vector<int>& min_extents);
-  // A specialization of an output's pure definition for an innermost extent that is a
-  // multiple of `multiple` and at least `min_extent`.
-  StageWriter specialize_divisible(const std::string& func, int multiple, int min_extent);
   // An input buffer as a Func of the pipeline reads it: `reader` calls the buffer `name`,
   // which has `dims` dimensions.
   struct InputRead {

@@ -135,28 +135,61 @@ kiln::kernels::DirectKernel kiln_matmul_on_the_gpu(const Halide::Target& target)
   return k;
 }
 
-// Whole tiles whose rows start on 128-bit boundaries get a branch of their own, where
-// Halide knows the alignment (row strides and dim-0 extents multiples of the vector) and
-// loads and stores 128-bit vectors: without it every load of four adjacent floats was
-// four 32-bit loads, because a row could start anywhere (kiln_matmul 1024^3 on an H200:
-// 0.19 ms, 0.13 ms with the branch).
-TEST(GpuSearchDecisions, AlignedTilesLoadWholeVectors) {
+// The PTX of `generator` under the GPU search, as the host assembly holds it (a string).
+std::string gpu_assembly(const std::string& generator) {
+  kiln::kernels::DirectKernel k = kiln::kernels::build_direct(kiln::kernels::make_spec(generator));
+  as::schedule_pipeline(k.lowered.pipeline(), kCuda, a100());
+  as_test::TempDir dir;
+  const std::string s = dir.file(generator + ".s");
+  k.lowered.pipeline().compile_to({{Halide::OutputFileType::assembly, s}}, k.lowered.pipeline().infer_arguments(),
+                                  generator, kCuda);
+  std::ifstream in(s);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Whole tiles (and pointwise rows) that start on 128-bit boundaries get a branch of their
+// own, where Halide knows the alignment (row strides, dim-0 mins and extents multiples of
+// the vector) and loads and stores 128-bit vectors. Without it every load of four adjacent
+// floats of the kernel library's generators, whose sizes and strides are only known when
+// they run, was four 32-bit loads, because a row could start anywhere (kiln_matmul 1024^3
+// on an H200: 0.19 ms, 0.13 ms with the branch).
+TEST(GpuSearchDecisions, AlignedRowsLoadWholeVectors) {
   kiln::kernels::DirectKernel k = kiln::kernels::build_direct(kiln::kernels::make_spec("kiln_matmul"));
   const as::SearchResult r = as::schedule_pipeline(k.lowered.pipeline(), kCuda, a100());
   EXPECT_NE(r.source.find("input_field(b_im, \"b\", \"stride\", 1) % 4 == 0"), std::string::npos) << r.source;
   EXPECT_NE(r.source.find("out.output_buffer().dim(1).stride() % 4 == 0"), std::string::npos) << r.source;
-  as_test::TempDir dir;
-  const std::string s = dir.file("matmul.s");
-  k.lowered.pipeline().compile_to({{Halide::OutputFileType::assembly, s}}, k.lowered.pipeline().infer_arguments(),
-                                  "kiln_matmul_aligned", kCuda);
-  std::ifstream in(s);
-  std::stringstream text;
-  text << in.rdbuf();
-  // The PTX is in the host assembly as a string.
-  EXPECT_NE(text.str().find("ld.global.nc.v4"), std::string::npos);
-  // (Four floats are stored as one 128-bit store of two 64-bit halves.)
-  EXPECT_TRUE(text.str().find("st.global.v4") != std::string::npos ||
-              text.str().find("st.global.v2.b64") != std::string::npos);
+  for (const char* generator : {"kiln_matmul", "kiln_binary"}) {
+    const std::string ptx = gpu_assembly(generator);
+    EXPECT_NE(ptx.find("ld.global.nc.v4"), std::string::npos) << generator;
+    // (Four floats are stored as one 128-bit store, or as one of two 64-bit halves.)
+    EXPECT_TRUE(ptx.find("st.global.v4") != std::string::npos || ptx.find("st.global.v2.b64") != std::string::npos)
+        << generator;
+  }
+}
+
+// kiln_binary (a + b) in its aligned branch, its vector branch's fallback (rows that
+// start anywhere) and with a row shorter than a block.
+TEST(GpuSearchDecisions, EveryPointwiseBranchIsRightOnTheGpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine; the branches are compiled to CUDA without one";
+  const Halide::Target gpu = Halide::get_jit_target_from_environment().with_feature(Halide::Target::CUDA);
+  kiln::kernels::DirectKernel k = kiln::kernels::build_direct(kiln::kernels::make_spec("kiln_binary"));
+  as::schedule_pipeline(k.lowered.pipeline(), gpu, as::machine_model(gpu));
+  for (const auto& [rows, cols] : std::vector<std::array<int, 2>>{{64, 4096}, {37, 4093}, {3, 5}}) {
+    const Tensor a = rand({rows, cols}, 1, -1, 1), b = rand({rows, cols}, 2, -1, 1);
+    k.params[0].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(a.buffer())));
+    k.params[1].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(b.buffer())));
+    Halide::Buffer<float> out(cols, rows);
+    k.lowered.pipeline().realize(out, gpu);
+    out.copy_to_host();
+    const std::vector<double> av = a.to_doubles(), bv = b.to_doubles();
+    double worst = 0;
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < cols; ++j) worst = std::max(worst, std::abs(av[size_t(i * cols + j)] + bv[size_t(i * cols + j)] - out(j, i)));
+    }
+    EXPECT_LE(worst, 1e-6) << rows << " x " << cols;
+  }
 }
 
 // Each of the three branches (aligned whole tiles, whole tiles, an output smaller than
