@@ -128,11 +128,23 @@ TEST(GpuSearchDecisions, TilesThreadsRowsAndVectors) {
   EXPECT_TRUE(any_decision(r, "adjacent elements per thread")) << r.source;
 }
 
-// The kernel library's matmul, whose sizes and strides are only known when it runs.
-kiln::kernels::DirectKernel kiln_matmul_on_the_gpu(const Halide::Target& target) {
-  kiln::kernels::DirectKernel k = kiln::kernels::build_direct(kiln::kernels::make_spec("kiln_matmul"));
+// A kernel library generator (sizes and strides known only when it runs) under the GPU
+// search of `target`'s machine.
+kiln::kernels::DirectKernel scheduled_generator(const std::string& generator, const Halide::Target& target) {
+  kiln::kernels::DirectKernel k = kiln::kernels::build_direct(kiln::kernels::make_spec(generator));
   as::schedule_pipeline(k.lowered.pipeline(), target, as::machine_model(target));
   return k;
+}
+
+// Runs a two-input generator on the GPU; its output has Halide's `sizes`.
+Halide::Buffer<float> run_on_gpu(kiln::kernels::DirectKernel& k, const Halide::Target& gpu, const Tensor& a,
+                                 const Tensor& b, const std::vector<int>& sizes) {
+  k.params[0].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(a.buffer())));
+  k.params[1].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(b.buffer())));
+  Halide::Buffer<float> out(sizes);
+  k.lowered.pipeline().realize(out, gpu);
+  out.copy_to_host();
+  return out;
 }
 
 // The PTX of `generator` under the GPU search, as the host assembly holds it (a string).
@@ -174,15 +186,10 @@ TEST(GpuSearchDecisions, AlignedRowsLoadWholeVectors) {
 TEST(GpuSearchDecisions, EveryPointwiseBranchIsRightOnTheGpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine; the branches are compiled to CUDA without one";
   const Halide::Target gpu = Halide::get_jit_target_from_environment().with_feature(Halide::Target::CUDA);
-  kiln::kernels::DirectKernel k = kiln::kernels::build_direct(kiln::kernels::make_spec("kiln_binary"));
-  as::schedule_pipeline(k.lowered.pipeline(), gpu, as::machine_model(gpu));
+  kiln::kernels::DirectKernel k = scheduled_generator("kiln_binary", gpu);
   for (const auto& [rows, cols] : std::vector<std::array<int, 2>>{{64, 4096}, {37, 4093}, {3, 5}}) {
     const Tensor a = rand({rows, cols}, 1, -1, 1), b = rand({rows, cols}, 2, -1, 1);
-    k.params[0].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(a.buffer())));
-    k.params[1].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(b.buffer())));
-    Halide::Buffer<float> out(cols, rows);
-    k.lowered.pipeline().realize(out, gpu);
-    out.copy_to_host();
+    const Halide::Buffer<float> out = run_on_gpu(k, gpu, a, b, {cols, rows});
     const std::vector<double> av = a.to_doubles(), bv = b.to_doubles();
     double worst = 0;
     for (int i = 0; i < rows; ++i) {
@@ -197,14 +204,10 @@ TEST(GpuSearchDecisions, EveryPointwiseBranchIsRightOnTheGpu) {
 TEST(GpuSearchDecisions, EveryContractionBranchIsRightOnTheGpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine; the branches are compiled to CUDA without one";
   const Halide::Target gpu = Halide::get_jit_target_from_environment().with_feature(Halide::Target::CUDA);
-  kiln::kernels::DirectKernel k = kiln_matmul_on_the_gpu(gpu);
+  kiln::kernels::DirectKernel k = scheduled_generator("kiln_matmul", gpu);
   for (const auto& [m, n, kk] : std::vector<std::array<int, 3>>{{64, 128, 40}, {37, 45, 29}, {3, 2, 5}}) {
     const Tensor a = rand({m, kk}, 1, -1, 1), b = rand({kk, n}, 2, -1, 1);
-    k.params[0].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(a.buffer())));
-    k.params[1].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(b.buffer())));
-    Halide::Buffer<float> out(n, m);
-    k.lowered.pipeline().realize(out, gpu);
-    out.copy_to_host();
+    const Halide::Buffer<float> out = run_on_gpu(k, gpu, a, b, {n, m});
     const std::vector<double> av = a.to_doubles(), bv = b.to_doubles();
     double worst = 0;
     for (int i = 0; i < m; ++i) {
