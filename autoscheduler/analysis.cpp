@@ -1,6 +1,7 @@
 #include "analysis.h"
 
 #include <algorithm>
+#include <sstream>
 
 namespace kiln::autoschedule {
 
@@ -73,17 +74,40 @@ bool is_trivial(const Function& f) {
   return call && (call->call_type == Call::Halide || call->call_type == Call::Image);
 }
 
-// Calls to Funcs in an expression, counted per callee.
+// Calls to Funcs in one definition's expressions, counted per callee as distinct argument
+// lists: Halide's common-subexpression elimination computes a value called twice at the
+// same point once. `identity` keeps the callees called only at `vars` (the caller's own
+// point, in order).
 class CallCounter : public IRVisitor {
  public:
+  explicit CallCounter(std::vector<std::string> vars = {}) : vars_(std::move(vars)) {}
   std::map<std::string, int> calls;
+  std::set<std::string> identity;
 
  private:
   using IRVisitor::visit;
   void visit(const Call* op) override {
-    if (op->call_type == Call::Halide) calls[op->name]++;
+    if (op->call_type == Call::Halide) {
+      std::ostringstream key;
+      bool at_own_point = op->args.size() == vars_.size();
+      for (size_t i = 0; i < op->args.size(); ++i) {
+        key << op->args[i] << ",";
+        const Variable* v = op->args[i].as<Variable>();
+        at_own_point = at_own_point && v && v->name == vars_[i];
+      }
+      if (seen_[op->name].insert(key.str()).second) calls[op->name]++;
+      if (!at_own_point) not_identity_.insert(op->name);
+      if (at_own_point && !not_identity_.count(op->name)) {
+        identity.insert(op->name);
+      } else {
+        identity.erase(op->name);
+      }
+    }
     IRVisitor::visit(op);
   }
+  std::vector<std::string> vars_;
+  std::map<std::string, std::set<std::string>> seen_;
+  std::set<std::string> not_identity_;
 };
 
 class Mentions : public IRVisitor {
@@ -287,6 +311,9 @@ PipelineInfo analyze(const Pipeline& pipeline) {
       scope.push(fi.vars[d], Interval(Expr(int(mins[d])), Expr(int(mins[d] + fi.extents[d] - 1))));
     }
     std::vector<Expr> exprs = f.values();
+    CallCounter pure(fi.vars);
+    for (const Expr& e : f.values()) e.accept(&pure);
+    std::map<std::string, int> calls = pure.calls;
     for (const Definition& u : f.updates()) {
       for (const ReductionVariable& rv : u.schedule().rvars()) {
         if (scope.contains(rv.var)) continue;
@@ -297,12 +324,15 @@ PipelineInfo analyze(const Pipeline& pipeline) {
       for (const Expr& e : u.args()) exprs.push_back(e);
       CallCounter cc;
       for (const Expr& e : u.values()) e.accept(&cc);
+      for (const Expr& e : u.args()) e.accept(&cc);
+      for (const auto& [callee, n] : cc.calls) calls[callee] += n;
       for (const auto& [callee, n] : cc.calls) fi.calls_in_update[callee] += n;
     }
-    CallCounter all;
-    for (const Expr& e : exprs) e.accept(&all);
-    for (const auto& [callee, n] : all.calls) {
-      if (callee != fi.name && info.funcs.count(callee)) info.funcs.at(callee).callers[fi.name] += n;
+    for (const auto& [callee, n] : calls) {
+      if (callee == fi.name || !info.funcs.count(callee)) continue;
+      FuncInfo& c = info.funcs.at(callee);
+      c.callers[fi.name] += n;
+      if (pure.identity.count(callee) && !fi.calls_in_update.count(callee)) c.identity_callers.insert(fi.name);
     }
     for (const Expr& e : exprs) {
       for (auto& [callee, box] : boxes_required(e, scope)) {
@@ -335,18 +365,53 @@ std::set<std::string> InlineView::effective_consumers(const FuncInfo& f) const {
   return out;
 }
 
-double InlineView::inline_evaluations(const FuncInfo& f) const {
-  double evals = 0;
+namespace {
+
+// Evaluations of an inlined Func's values in what finally computes them: the consumers
+// reached through callers that each read it at their own point (after inlining, those
+// calls are one expression, which Halide computes once per point of the consumer), and a
+// count of the other evaluations (other points, reduction iterations).
+struct Evaluations {
+  std::set<std::string> at_own_point;
+  double others = 0;
+};
+
+Evaluations evaluations_of(const InlineView& v, const FuncInfo& f, std::map<std::string, Evaluations>& memo) {
+  if (auto it = memo.find(f.name); it != memo.end()) return it->second;
+  Evaluations e;
   for (const auto& [caller, n] : f.callers) {
-    const FuncInfo& c = info.at(caller);
-    if (inlined(caller)) {
-      evals += n * evaluations.at(caller);
+    const FuncInfo& c = v.info.at(caller);
+    const bool own_point = f.identity_callers.count(caller) > 0;
+    if (v.inlined(caller)) {
+      const Evaluations ce = evaluations_of(v, c, memo);
+      if (own_point) {
+        e.at_own_point.insert(ce.at_own_point.begin(), ce.at_own_point.end());
+        e.others += ce.others;
+      } else {
+        double total = ce.others;
+        for (const std::string& s : ce.at_own_point) total += v.info.at(s).points();
+        e.others += n * total;
+      }
+      continue;
+    }
+    if (own_point) {
+      e.at_own_point.insert(caller);
       continue;
     }
     auto u = c.calls_in_update.find(f.name);
     const double in_update = u == c.calls_in_update.end() ? 0 : double(u->second);
-    evals += (n - in_update) * c.points() + in_update * c.points() * c.reduction_trips();
+    e.others += (n - in_update) * c.points() + in_update * c.points() * c.reduction_trips();
   }
+  return memo[f.name] = e;
+}
+
+}  // namespace
+
+double InlineView::inline_evaluations(const FuncInfo& f) const {
+  std::map<std::string, Evaluations> memo;
+  const Evaluations e = evaluations_of(*this, f, memo);
+  double evals = e.others;
+  for (const std::string& c : e.at_own_point) evals += info.at(c).points();
   return std::max(evals, 1.0);
 }
 

@@ -40,7 +40,8 @@ struct FuncInfo {
   std::vector<int64_t> rvar_extents;
   ReductionKind reduction = ReductionKind::None;
   bool trivial = false;                // a pure load (wrapper, cast, reshape): free to inline
-  std::map<std::string, int> callers;  // Func name -> calls in its definitions
+  std::map<std::string, int> callers;  // Func name -> distinct calls in its definitions
+  std::set<std::string> identity_callers;  // callers that read this Func only at their own point
   std::map<std::string, int64_t> calls_in_update;  // Func name -> calls from this one's update
   // A contraction's loads per reduction step, by what their indices depend on: the
   // column var only (matmul's b: one vector per tile column), the row var only (its a: one

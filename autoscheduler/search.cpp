@@ -114,6 +114,10 @@ std::string Knobs::str() const {
 
 namespace {
 
+// Elements per parallel task of a 1-D stage (outputs and stages at root).
+constexpr int kVectorTask = 1 << 14;
+
+
 enum class Where { Inline, Root, AtTile, AtRow };
 
 struct Placement {
@@ -602,7 +606,7 @@ struct Search {
                              "; predicted " + pr.str());
       return;
     }
-    const int chunk = 1 << 14;
+    const int chunk = kVectorTask;
     const bool tasks = n >= 2.0 * chunk;
     if (tasks) {
       w.specialize_min_extents(h.name, {2 * chunk})
@@ -788,6 +792,15 @@ struct Search {
     if (f.vars.empty() || f.function.has_extern_definition()) return;
     StageWriter s = w.stage(f.name);
     const int vw = lanes(f);
+    if (f.vars.size() == 1 && f.extents[0] >= 2 * kVectorTask) {
+      // One dim: tasks of 2^14 elements, as a 1-D output (it was one serial loop: the
+      // seed's sin and cos at root, 8M elements, took a core each).
+      s.split(f.vars[0], "t", "i", kVectorTask, TailStrategy::GuardWithIf).parallel("t");
+      s.vectorize("i", vw, TailStrategy::GuardWithIf);
+      decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " +
+                             std::to_string(kVectorTask));
+      return;
+    }
     if (f.extents[0] >= vw) s.vectorize(f.vars[0], vw, TailStrategy::GuardWithIf);
     if (f.vars.size() >= 2) s.parallel(f.vars.back());
     decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", outermost dim in parallel");

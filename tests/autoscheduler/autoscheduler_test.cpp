@@ -202,6 +202,65 @@ TEST(KilnPlugin, OneDimensionalOutputsArePredicted) {
   EXPECT_TRUE(any_decision(r, "parallel tasks of 16384")) << ::testing::PrintToString(r.decisions);
 }
 
+// A value that several consumers read at their own point is computed once per point when
+// it is inlined (Halide's common-subexpression elimination merges the calls), so an
+// expensive one stays inlined: the seed's forward and backward read sin(x) and cos(x) in
+// five places each, and counting every call had stored both at root (three times slower
+// on two cores). A value read at other points is stored, and a stored 1-D one is computed
+// in parallel tasks, not in one serial loop.
+TEST(KilnPlugin, ValuesReadAtTheirOwnPointAreComputedOncePerPoint) {
+  const Halide::Target avx512("x86-64-linux-avx512_skylake");
+  as::MachineModel m;
+  as::apply_overrides(m, "cores=16,vector_bits=512,dram_gbps=112");
+  const int n = 1 << 23;
+  Halide::ImageParam in(Halide::Float(32), 1, "in");
+  in.dim(0).set_estimate(0, n);
+  Halide::Var x("x");
+  Halide::Func s("s"), a("a"), b("b"), c("c"), out("out");
+  s(x) = Halide::sin(in(x));
+  a(x) = s(x) * 2.0f;
+  b(x) = s(x) + 1.0f;
+  c(x) = a(x) * s(x);
+  out(x) = c(x) + b(x) * s(x);
+  out.set_estimate(x, 0, n);
+  const as::SearchResult r = as::schedule_pipeline(Halide::Pipeline(out), avx512, m);
+  EXPECT_TRUE(any_decision(r, "s: inlined (1 evaluations per point")) << ::testing::PrintToString(r.decisions);
+
+  Halide::Func s3("s3"), stencil("stencil");
+  s3(x) = Halide::sin(in(x));
+  stencil(x) = s3(x - 1) + s3(x) + s3(x + 1);
+  stencil.set_estimate(x, 1, n - 2);
+  Halide::Pipeline p(stencil);
+  const as::SearchResult rs = as::schedule_pipeline(p, avx512, m);
+  // (Halide may number a Func's name: "s3$0".)
+  auto decided_for_s3 = [&](const std::string& text) {
+    return std::any_of(rs.decisions.begin(), rs.decisions.end(), [&](const std::string& d) {
+      return d.rfind("s3", 0) == 0 && d.find(text) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(decided_for_s3(": computed at root (3 evaluations per point")) << ::testing::PrintToString(rs.decisions);
+  EXPECT_TRUE(decided_for_s3(": vectorized by 16, parallel tasks of 16384")) << ::testing::PrintToString(rs.decisions);
+  // ... and gives the stencil's values (here, on this machine's CPU).
+  const Halide::Target host = Halide::get_jit_target_from_environment();
+  Halide::Func s4("s4"), st4("st4");
+  s4(x) = Halide::sin(in(x));
+  st4(x) = s4(x - 1) + s4(x) + s4(x + 1);
+  st4.set_estimate(x, 1, n - 2);
+  Halide::Pipeline p4(st4);
+  as::schedule_pipeline(p4, host, m);
+  Halide::Buffer<float> input(n), got(n - 2);
+  input.for_each_element([&](int i) { input(i) = float(i % 1000) * 1e-3f; });
+  got.set_min(1);
+  in.set(input);
+  p4.realize(got, host);
+  double worst = 0;
+  for (int i = 1; i < n - 1; i += 997) {
+    const double want = std::sin(double(input(i - 1))) + std::sin(double(input(i))) + std::sin(double(input(i + 1)));
+    worst = std::max(worst, std::abs(want - got(i)));
+  }
+  EXPECT_LE(worst, 1e-5);
+}
+
 // Fusion is a knob: each Func whose placement the search chose is recorded with the
 // other placement as a runner-up; a knob moves it (a pointwise Func to root, a row
 // reduction off its consumer's rows) to the same results; a placement a Func cannot
