@@ -10,6 +10,7 @@
 
 #include "cli/bench_report.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "common/seed.h"
 #include "common/timing.h"
 #include "kiln.h"
@@ -46,14 +47,15 @@ std::string compiled_impl(const std::string& scheduler) {
 BenchArgs parse(const std::vector<std::string>& args) {
   BenchArgs b;
   for (size_t i = 0; i < args.size(); ++i) {
+    const std::string opt = args[i];  // value() moves i on
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) user_error(args[i], " needs a value");
       return args[++i];
     };
     if (args[i] == "--filter") b.filter = value();
     else if (args[i] == "--target") b.target = value();
-    else if (args[i] == "--reps") b.reps = std::stoi(value());
-    else if (args[i] == "--max-seconds") b.max_seconds = std::stod(value());
+    else if (args[i] == "--reps") b.reps = count_option("bench", opt, value(), 1);
+    else if (args[i] == "--max-seconds") b.max_seconds = seconds_option("bench", opt, value(), true);
     else if (args[i] == "--scheduler") b.schedulers = parse_schedulers(value());
     else user_error("bench: unknown option '", args[i], "'; options: --filter REGEX, --target host|host-cuda, --reps N, "
                     "--max-seconds S, --scheduler default|Kiln|rules|both");
@@ -61,7 +63,6 @@ BenchArgs parse(const std::vector<std::string>& args) {
   if (b.target != "host" && b.target != "host-cuda") {
     user_error("bench: --target must be host or host-cuda, not '", b.target, "'");
   }
-  if (b.reps < 1) user_error("bench: --reps must be at least 1");
   return b;
 }
 

@@ -7,10 +7,13 @@
 // Each (generator, schedule) runs in a forked child: an autoscheduler that crashes or
 // hangs becomes a table row ("failed: ...", "timed out after S s") and the run goes on.
 // The parent never starts Halide's runtime (no thread pool, no CUDA context), so forking
-// is safe. The children of one generator are all started (scheduled, compiled, warm)
-// before any is timed, then timed in interleaved rounds, each round in another order: a
-// machine whose speed drifts (other tenants, clocks) moves every row alike, and each
-// row's time is the median of its rounds' medians.
+// is safe. The children of one generator are all started (scheduled and compiled, as
+// many at a time as there are cores, then warm) before any is timed, then timed in interleaved rounds, each round in another
+// order: a machine whose speed drifts (other tenants, clocks) moves every row alike, and
+// each row's time is the median of its rounds' medians. With --processes N each schedule
+// runs in N children: one process's placement (its buffers' physical pages, its code's
+// addresses, its threads' cores) can move a memory-bound kernel by 10% on a shared VM, for
+// the whole life of the process, which no number of rounds in that process averages out.
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,6 +31,7 @@
 #include "autoschedule.h"
 #include "cli/bench_report.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "fingerprint.h"
 #include "kernel_spec.h"
 #include "kernel_timing.h"
@@ -44,6 +48,7 @@ struct Args {
   std::string target = "host";
   int reps = 30;
   int rounds = 3;           // interleaved rounds of every schedule of a generator
+  int processes = 1;        // children per schedule, each timed in every round
   double timeout = 120;     // per (generator, schedule): scheduling and compiling, then each round
   double max_seconds = 10;  // timing stops after this once 5 runs are in
   std::string db;           // tuning database for the Kiln-tuned rows
@@ -52,28 +57,27 @@ struct Args {
 Args parse(const std::vector<std::string>& args) {
   Args a;
   for (size_t i = 0; i < args.size(); ++i) {
+    const std::string opt = args[i];  // value() moves i on
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) user_error("bench-kernels: ", args[i], " needs a value");
       return args[++i];
     };
     if (args[i] == "--filter") a.filter = value();
     else if (args[i] == "--target") a.target = value();
-    else if (args[i] == "--reps") a.reps = std::stoi(value());
-    else if (args[i] == "--rounds") a.rounds = std::stoi(value());
-    else if (args[i] == "--timeout") a.timeout = std::stod(value());
-    else if (args[i] == "--max-seconds") a.max_seconds = std::stod(value());
+    else if (args[i] == "--reps") a.reps = count_option("bench-kernels", opt, value(), 1);
+    else if (args[i] == "--rounds") a.rounds = count_option("bench-kernels", opt, value(), 1);
+    else if (args[i] == "--processes") a.processes = count_option("bench-kernels", opt, value(), 1);
+    else if (args[i] == "--timeout") a.timeout = seconds_option("bench-kernels", opt, value(), false);
+    else if (args[i] == "--max-seconds") a.max_seconds = seconds_option("bench-kernels", opt, value(), true);
     else if (args[i] == "--db") a.db = value();
     else user_error("bench-kernels: unknown option '", args[i],
-                    "'; options: --filter REGEX, --target host|host-cuda, --reps N, --rounds N, --timeout S, --max-seconds S, "
-                    "--db PATH");
+                    "'; options: --filter REGEX, --target host|host-cuda, --reps N, --rounds N, --processes N, "
+                    "--timeout S, --max-seconds S, --db PATH");
   }
   a.db = autoschedule::tuning_db_path(a.db);
   if (a.target != "host" && a.target != "host-cuda") {
     user_error("bench-kernels: --target must be host or host-cuda, not '", a.target, "'");
   }
-  if (a.reps < 1) user_error("bench-kernels: --reps must be at least 1");
-  if (a.rounds < 1) user_error("bench-kernels: --rounds must be at least 1");
-  if (a.timeout <= 0) user_error("bench-kernels: --timeout must be positive");
   return a;
 }
 
@@ -170,7 +174,12 @@ std::unique_ptr<kernels::KernelTimer> prepare_variant(const kernels::KernelSpec&
   _exit(0);
 }
 
-// One schedule of one generator, in its child process.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// One schedule of one generator, in one child process.
 struct Variant {
   std::string schedule;
   pid_t pid = -1;
@@ -181,9 +190,11 @@ struct Variant {
   std::vector<double> samples;  // each round's median
   int runs = 0;
   std::string note;  // why there is no time
+  std::chrono::steady_clock::time_point launched;
 
   // The child's next line, or why there is none ("timed out after S s", "failed: ...").
-  bool next_line(double timeout_s, std::string* line) {
+  // `limit_s` is the limit the message names (the timeout, of which `timeout_s` is left).
+  bool next_line(double timeout_s, std::string* line, double limit_s = 0) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     for (;;) {
       if (size_t nl = pending.find('\n'); nl != std::string::npos) {
@@ -194,7 +205,7 @@ struct Variant {
       const int left = int(
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
       if (left <= 0) {
-        fail("timed out after " + std::to_string(int(timeout_s)) + " s");
+        fail("timed out after " + std::to_string(int(std::max(timeout_s, limit_s))) + " s");
         return false;
       }
       pollfd pfd{from_child, POLLIN, 0};
@@ -228,8 +239,8 @@ struct Variant {
     }
   }
 
-  // Forks the child and waits until it is compiled (within the timeout).
-  void start(const kernels::KernelSpec& spec, const Args& a) {
+  // Forks the child, which schedules and compiles its variant.
+  void launch(const kernels::KernelSpec& spec, const Args& a) {
     int down[2], up[2];
     if (pipe(down) != 0 || pipe(up) != 0) user_error("bench-kernels: pipe() failed");
     std::fflush(nullptr);
@@ -243,8 +254,14 @@ struct Variant {
     close(up[1]);
     to_child = down[1];
     from_child = up[0];
+    launched = std::chrono::steady_clock::now();
+  }
+
+  // Waits until the child is compiled, within the timeout from its launch.
+  void await_ready(const Args& a) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
     std::string line;
-    if (!next_line(a.timeout, &line)) return;
+    if (!next_line(std::max(0.0, a.timeout - elapsed), &line, a.timeout)) return;
     if (line == "ready") {
       live = true;
     } else if (line == "none") {
@@ -271,11 +288,27 @@ struct Variant {
     }
   }
 
-  double median_ms() const {
-    std::vector<double> v = samples;
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+};
+
+// One schedule's row: the rounds of all its processes.
+struct Row {
+  std::string schedule;
+  std::vector<double> samples;     // every round's median, of every process
+  std::vector<double> process_ms;  // each process's median
+  int runs = 0;
+  std::string note;  // why there is no time (the first process that failed)
+
+  void add(const Variant& v) {
+    if (!v.note.empty() || v.samples.empty()) {
+      if (note.empty()) note = v.note.empty() ? "failed: not timed" : v.note;
+      return;
+    }
+    samples.insert(samples.end(), v.samples.begin(), v.samples.end());
+    process_ms.push_back(median(v.samples));
+    runs += v.runs;
   }
+  bool timed() const { return note.empty() && !samples.empty(); }
+  double median_ms() const { return median(samples); }
 };
 
 }  // namespace
@@ -290,34 +323,56 @@ int bench_kernels(const std::vector<std::string>& argv) {
     if (!std::regex_search(g.name, filter)) continue;
     ++matched;
     kernels::KernelSpec spec = kernels::make_spec(g.name);
-    std::vector<Variant> rows;
+    // The children of the generator are launched as many at a time as there are cores
+    // (each schedules and compiles on one); each has the timeout from its launch to be ready.
+    std::vector<Variant> children;
     for (const std::string& s : schedules_for(gpu)) {
-      Variant v;
-      v.schedule = s;
-      v.start(spec, a);
-      if (!v.absent) rows.push_back(std::move(v));
+      for (int p = 0; p < a.processes; ++p) children.emplace_back().schedule = s;
     }
+    const size_t at_once = std::max(1u, std::thread::hardware_concurrency());
+    size_t launched = 0;
+    for (size_t i = 0; i < children.size(); ++i) {
+      for (; launched < children.size() && launched < i + at_once; ++launched) children[launched].launch(spec, a);
+      children[i].await_ready(a);
+    }
+    std::erase_if(children, [](const Variant& v) { return v.absent; });
+    // Each round moves the order on by one schedule.
     for (int round = 0; round < a.rounds; ++round) {
-      for (size_t i = 0; i < rows.size(); ++i) rows[(i + size_t(round)) % rows.size()].time(a);
+      for (size_t i = 0; i < children.size(); ++i) {
+        children[(i + size_t(round) * size_t(a.processes)) % children.size()].time(a);
+      }
+    }
+    std::vector<Row> rows;
+    for (Variant& v : children) {
+      v.stop();
+      if (rows.empty() || rows.back().schedule != v.schedule) rows.push_back({v.schedule});
+      rows.back().add(v);
     }
     double best = 0;
-    for (Variant& v : rows) {
-      v.stop();
-      if (!v.samples.empty() && v.note.empty() && (best == 0 || v.median_ms() < best)) best = v.median_ms();
+    for (const Row& r : rows) {
+      if (r.timed() && (best == 0 || r.median_ms() < best)) best = r.median_ms();
     }
     std::string sizes;
     for (const kernels::KernelInput& in : spec.inputs) {
       sizes += (sizes.empty() ? "" : ", ") + in.name + Shape(in.estimate).str();
     }
     std::fprintf(stderr, "%s (%s, %s)\n", g.name.c_str(), label.c_str(), sizes.c_str());
-    for (const Variant& v : rows) {
-      const double ms = v.median_ms();
-      if (!v.samples.empty() && v.note.empty()) {
-        std::fprintf(stderr, "  %-14s %10.3f ms  %6.2fx%s\n", v.schedule.c_str(), ms, ms / best, ms == best ? "  best" : "");
-        print_bench_json({g.name, v.schedule, label, ms, v.runs});
-      } else {
-        std::fprintf(stderr, "  %-14s %s\n", v.schedule.c_str(), v.note.empty() ? "failed: not timed" : v.note.c_str());
+    for (const Row& r : rows) {
+      if (!r.timed()) {
+        std::fprintf(stderr, "  %-14s %s\n", r.schedule.c_str(), r.note.empty() ? "failed: not timed" : r.note.c_str());
+        continue;
       }
+      const double ms = r.median_ms();
+      std::string spread;
+      if (r.process_ms.size() > 1) {
+        const auto [lo, hi] = std::minmax_element(r.process_ms.begin(), r.process_ms.end());
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "  (%zu processes: %.3f-%.3f)", r.process_ms.size(), *lo, *hi);
+        spread = buf;
+      }
+      std::fprintf(stderr, "  %-14s %10.3f ms  %6.2fx%s%s\n", r.schedule.c_str(), ms, ms / best,
+                   ms == best ? "  best" : "", spread.c_str());
+      print_bench_json({g.name, r.schedule, label, ms, r.runs});
     }
   }
   if (matched == 0) {

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "common/timing.h"
 #include "kiln.h"
 #include "models/models.h"
@@ -16,7 +17,7 @@ int models(const std::vector<std::string>& args) {
   int reps = 10;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--filter" && i + 1 < args.size()) filter = args[++i];
-    else if (args[i] == "--reps" && i + 1 < args.size()) reps = std::stoi(args[++i]);
+    else if (args[i] == "--reps" && i + 1 < args.size()) reps = count_option("models", "--reps", args[++i], 1);
     else user_error("models: unknown option '", args[i], "'; options: --filter REGEX, --reps N");
   }
   std::regex re(filter.empty() ? ".*" : filter);

@@ -9,6 +9,7 @@
 
 #include "autoschedule.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/generator_args.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -32,16 +33,6 @@ struct Args {
 const char* kOptions =
     "options: --target host|host-cuda|<Halide target>, --budget-s S, --candidates N, --reps N, --db PATH";
 
-double positive_number(const std::string& option, const std::string& text) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  user_error("tune: ", option, " takes a positive number, not '", text, "'");
-}
-
 Args parse(const std::vector<std::string>& args) {
   Args a;
   bool have_generator = false;
@@ -52,16 +43,15 @@ Args parse(const std::vector<std::string>& args) {
     };
     const std::string& opt = args[i];
     if (opt == "--target") a.target = value();
-    else if (opt == "--budget-s") a.budget_s = positive_number(opt, value());
-    else if (opt == "--candidates") a.candidates = int(positive_number(opt, value()));
-    else if (opt == "--reps") a.reps = int(positive_number(opt, value()));
+    else if (opt == "--budget-s") a.budget_s = seconds_option("tune", opt, value(), false);
+    else if (opt == "--candidates") a.candidates = count_option("tune", opt, value(), 1);
+    else if (opt == "--reps") a.reps = count_option("tune", opt, value(), 1);
     else if (opt == "--db") a.db = value();
     else if (!opt.empty() && opt[0] == '-') user_error("tune: unknown option '", opt, "'; ", kOptions);
     else if (have_generator) user_error("tune: one generator at a time, not '", opt, "' too");
     else a.generator = parse_generator_arg(opt, "tune"), have_generator = true;
   }
   if (!have_generator) user_error("tune: no generator; usage: kiln tune <generator>[:param=value...] ", kOptions);
-  if (a.candidates < 1 || a.reps < 1) user_error("tune: --candidates and --reps must be at least 1");
   return a;
 }
 

@@ -121,28 +121,37 @@ TEST(KilnTuneCommand, ATinyBudgetWritesAnEntryThatThePluginUses) {
   EXPECT_NE(without.output.find("\"impl\": \"Kiln\""), std::string::npos) << without.output;
 }
 
-// bench-kernels starts every schedule of a generator, then times them in interleaved
-// rounds: each row's runs are its rounds' runs; a schedule that does not compile in time is
-// a row that says so, and the others are still timed.
+// bench-kernels starts every schedule of a generator, in --processes children each, then
+// times them in interleaved rounds: each row's runs are the runs of all its processes'
+// rounds; a schedule that does not compile in time is a row that says so, and the others
+// are still timed.
 TEST(KilnBenchKernelsCommand, SchedulesAreTimedInInterleavedRounds) {
   kiln::as_test::TempDir dir;
-  const CommandRun r = run_kiln("bench-kernels --filter '^kiln_reduce$' --reps 2 --rounds 3 --max-seconds 0 --db " +
-                                dir.file("none.json"));
+  const CommandRun r = run_kiln(
+      "bench-kernels --filter '^kiln_reduce$' --reps 2 --rounds 3 --processes 2 --max-seconds 0 --db " +
+      dir.file("none.json"));
   ASSERT_EQ(r.status, 0) << r.output;
   for (const std::string impl : {"manual", "default", "Kiln", "Mullapudi2016", "Adams2019", "Li2018"}) {
     EXPECT_NE(r.output.find("\"impl\": \"" + impl + "\", \"target\": \"cpu\", \"ms\": "), std::string::npos) << impl << r.output;
   }
   size_t rows = 0;
-  for (size_t at = r.output.find("\"runs\": 6}"); at != std::string::npos; at = r.output.find("\"runs\": 6}", at + 1)) ++rows;
+  for (size_t at = r.output.find("\"runs\": 12}"); at != std::string::npos; at = r.output.find("\"runs\": 12}", at + 1)) {
+    ++rows;
+  }
   EXPECT_EQ(rows, 6u) << r.output;
+  size_t spreads = 0;
+  for (size_t at = r.output.find("(2 processes: "); at != std::string::npos; at = r.output.find("(2 processes: ", at + 1)) {
+    ++spreads;
+  }
+  EXPECT_EQ(spreads, 6u) << r.output;
   const CommandRun late = run_kiln("bench-kernels --filter '^kiln_reduce$' --timeout 0.001");
   EXPECT_EQ(late.status, 0) << late.output;
   EXPECT_NE(late.output.find("Kiln           timed out after 0 s"), std::string::npos) << late.output;
   const CommandRun bad = run_kiln("bench-kernels --rounds 0");
-  EXPECT_NE(bad.output.find("--rounds must be at least 1"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("--rounds takes a whole number of at least 1, not '0'"), std::string::npos) << bad.output;
 }
 
-TEST(KilnTuneCommand, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
+TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
   kiln::as_test::TempDir dir;
   const std::string corrupt = dir.file("corrupt.json");
   kiln::as_test::write_text(corrupt, "{\"format\": \"kiln-tuning-db\"");
@@ -150,6 +159,12 @@ TEST(KilnTuneCommand, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"tune nosuch", "unknown kernel generator 'nosuch'; the kernel library has: kiln_seed"},
       {"tune", "no generator; usage: kiln tune <generator>"},
       {"tune softmax --budget-s zero", "--budget-s takes a positive number, not 'zero'"},
+      {"tune softmax --reps 2.5", "tune: --reps takes a whole number of at least 1, not '2.5'"},
+      {"bench-kernels --processes two", "bench-kernels: --processes takes a whole number of at least 1, not 'two'"},
+      {"bench-kernels --reps 3x", "bench-kernels: --reps takes a whole number of at least 1, not '3x'"},
+      {"bench-kernels --max-seconds -1", "--max-seconds takes a number of seconds, 0 or more, not '-1'"},
+      {"bench --reps abc", "bench: --reps takes a whole number of at least 1, not 'abc'"},
+      {"models --reps 0", "models: --reps takes a whole number of at least 1, not '0'"},
       {"tune softmax --frobnicate", "unknown option '--frobnicate'; options: --target"},
       {"tune softmax --target host-opencl", "plans CPU and CUDA targets, not"},
       {"tune softmax --target pdp11", "is not a target; use host or a Halide target string"},

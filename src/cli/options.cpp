@@ -1,0 +1,42 @@
+#include "cli/options.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace kiln::cli {
+
+namespace {
+
+// The whole text as a number, or nothing.
+bool parse_number(const std::string& text, double* v) {
+  try {
+    size_t used = 0;
+    *v = std::stod(text, &used);
+    return used == text.size() && std::isfinite(*v);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+int count_option(const std::string& command, const std::string& option, const std::string& text, int at_least) {
+  double v = 0;
+  if (!parse_number(text, &v) || v != std::floor(v) || v < at_least || v > 1e9) {
+    user_error(command, ": ", option, " takes a whole number of at least ", at_least, ", not '", text, "'");
+  }
+  return int(v);
+}
+
+double seconds_option(const std::string& command, const std::string& option, const std::string& text,
+                      bool zero_allowed) {
+  double v = 0;
+  if (!parse_number(text, &v) || v < 0 || (v == 0 && !zero_allowed)) {
+    user_error(command, ": ", option, " takes a ", zero_allowed ? "number of seconds, 0 or more" : "positive number",
+               ", not '", text, "'");
+  }
+  return v;
+}
+
+}  // namespace kiln::cli

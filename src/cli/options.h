@@ -1,0 +1,17 @@
+// The numbers the `kiln` commands' options take, parsed whole: `--reps 3x`, `--reps abc`
+// and `--reps 0` are kiln::Errors that name the command, the option, what it takes and
+// what was given (std::stoi would throw past main's handler, or read "3x" as 3).
+#pragma once
+
+#include <string>
+
+namespace kiln::cli {
+
+// A whole number of at least `at_least`.
+int count_option(const std::string& command, const std::string& option, const std::string& text, int at_least);
+
+// A number of seconds: positive, or zero too where `zero_allowed`.
+double seconds_option(const std::string& command, const std::string& option, const std::string& text,
+                      bool zero_allowed);
+
+}  // namespace kiln::cli
