@@ -221,27 +221,64 @@ struct Search {
       return;
     }
     // Inline: its arithmetic at every use, vectorized with the consumer. Root: once per
-    // point, plus a write and a read back of its values.
-    StagePlan in, root;
+    // point, plus a write and a read back of its values. Per row: once per point, where
+    // its readers are all at the rows of one output (softmax's exp, read by the row's
+    // sum and by the output): a row of values stored and loaded again from L1, which
+    // costs load and store slots beside the arithmetic, not bandwidth.
+    StagePlan in, root, row;
     in.flops = point_flops(f) * evals;
-    in.lanes = root.lanes = lanes(f);
-    in.tasks = root.tasks = 4.0 * m.cores;
-    root.flops = point_flops(f) * f.points();
+    in.lanes = root.lanes = row.lanes = lanes(f);
+    in.tasks = root.tasks = row.tasks = 4.0 * m.cores;
+    root.flops = row.flops = point_flops(f) * f.points();
     root.streams.push_back({2.0 * f.bytes_total(), f.bytes_total()});
-    const Prediction pi = predict(in, m), pr = predict(root, m);
-    p.where = pi.total_s <= pr.total_s ? Where::Inline : Where::Root;
-    if (auto k = allowed_fusion(f, {Fusion::Inline, Fusion::Root}, "a pointwise Func")) {
-      p.where = *k == Fusion::Inline ? Where::Inline : Where::Root;
+    row.loads = 2.0 * evals / row.lanes;  // a store per point, a load per read
+    const std::string host = row_host(f);
+    std::vector<std::pair<Fusion, Prediction>> options = {{Fusion::Inline, predict(in, m)}, {Fusion::Root, predict(root, m)}};
+    if (!host.empty()) options.push_back({Fusion::PerRow, predict(row, m)});
+    size_t chosen = first_best(options, [](const auto& o) { return o.second.total_s; });
+    if (auto k = allowed_fusion(f, {Fusion::Inline, Fusion::Root, Fusion::PerRow}, "a pointwise Func")) {
+      for (size_t i = 0; i < options.size(); ++i) {
+        if (options[i].first == *k) chosen = i;
+      }
+      if (options[chosen].first != *k) {
+        decide("fusion", f.name + ": " + fusion_name(options[chosen].first) +
+                             " although a knob asks for per row: its readers are not all at one output's rows");
+      }
     }
-    const bool inlined = p.where == Where::Inline;
-    record_fusion(f, inlined ? Fusion::Inline : Fusion::Root, inlined ? Fusion::Root : Fusion::Inline,
-                  inlined ? pr.total_s - pi.total_s : pi.total_s - pr.total_s);
+    const Fusion fusion = options[chosen].first;
+    result.knobs.fusion[stable_name(f.name)] = fusion;
+    for (const auto& [other, pred] : options) {
+      if (other == fusion) continue;
+      Knobs change;
+      change.fusion[stable_name(f.name)] = other;
+      alternatives.push_back({f.name, change, pred.total_s - options[chosen].second.total_s});
+    }
+    p.where = fusion == Fusion::Inline ? Where::Inline : fusion == Fusion::Root ? Where::Root : Where::AtRow;
+    if (p.where == Where::AtRow) p.host = host;
     if (p.where == Where::Inline) evaluations[f.name] = evals;
     std::ostringstream o;
-    o << f.name << ": " << (p.where == Where::Inline ? "inlined" : "computed at root") << " (" << evals / f.points()
-      << " evaluations per point; inline " << pi.str() << ", root " << pr.str() << ")";
+    o << f.name << ": "
+      << (p.where == Where::Inline ? "inlined" : p.where == Where::Root ? "computed at root" : "computed per row of " + host)
+      << " (" << evals / f.points() << " evaluations per point";
+    for (const auto& [option, pred] : options) o << "; " << (option == Fusion::PerRow ? "per row" : fusion_name(option)) << " " << pred.str();
+    o << ")";
     decide("fusion", o.str());
     place[f.name] = p;
+  }
+
+  // The output at whose rows every reader of pointwise `f` is computed (the output
+  // itself, or row reductions at its rows), where a row of `f` is a row of it; or "".
+  std::string row_host(const FuncInfo& f) const {
+    std::string host;
+    for (const std::string& c : effective_consumers(f)) {
+      const Placement& cp = place.at(c);
+      const std::string h = cp.where == Where::AtRow ? cp.host : c;
+      if (!host.empty() && host != h) return "";
+      host = h;
+    }
+    if (host.empty() || !rows_var.count(host)) return "";
+    const FuncInfo& h = info.at(host);
+    return h.vars.size() >= 2 && h.extents == f.extents ? host : "";
   }
 
   void place_reduction(const FuncInfo& f) {
@@ -554,6 +591,12 @@ struct Search {
     // Arithmetic per output point, with what is inlined into it.
     double flops = point_flops(h);
     for (const auto& [name, e] : evaluations) flops += point_flops(info.at(name)) * e / h.points();
+    for (const auto& [name, p] : place) {
+      const FuncInfo& f = info.at(name);
+      if (p.where == Where::AtRow && p.host == h.name && f.reduction == ReductionKind::None) {
+        flops += point_flops(f) * f.points() / h.points();
+      }
+    }
     if (h.vars.size() == 1) {
       schedule_vector_output(w, h, flops);
       return;
@@ -824,6 +867,10 @@ struct Search {
         schedule_reduction(w, f, p);
       } else if (p.where == Where::Root) {
         schedule_root(w, f);
+      } else if (p.where == Where::AtRow) {
+        w.compute_at(f.name, p.host, rows_var.at(p.host));
+        if (f.extents[0] >= lanes(f)) w.stage(f.name).vectorize(f.vars[0], lanes(f), TailStrategy::GuardWithIf);
+        decide("schedule", f.name + ": a row at a time, vectorized by " + std::to_string(lanes(f)));
       }
     }
     result.source = w.source();

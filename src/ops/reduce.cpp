@@ -260,13 +260,16 @@ OpDef softmax_op(const std::string& name, bool log_form) {
     m(v) = Halide::max(m(v), x(with_dim(v, ax.hdim, r)));
     // m and s are read at index 0 of the axis only, so only that slice is computed.
     std::vector<Expr> at0 = with_dim(v, ax.hdim, 0);
+    // e is a Func of its own, read by s and by softmax's output: the scheduler chooses
+    // between computing each exp twice (inlined) and storing a row of them.
+    Func e(name + "_exp");
+    e(v) = Halide::exp(x(v) - m(at0));
     s(v) = Halide::cast(ct, 0);
-    s(v) += Halide::exp(x(with_dim(v, ax.hdim, r)) - m(at0));
+    s(v) += e(with_dim(v, ax.hdim, r));
     c.stages->push_back({m});
     c.stages->push_back({s});
     Func out(name);
-    Expr shifted = x(v) - m(at0);
-    Expr y = log_form ? shifted - Halide::log(s(at0)) : Halide::exp(shifted) / s(at0);
+    Expr y = log_form ? x(v) - m(at0) - Halide::log(s(at0)) : e(v) / s(at0);
     out(v) = algo::to_storage(y, c.output.dtype);
     return out;
   };

@@ -4,6 +4,7 @@
 // estimates, a bad KILN_MACHINE) is a warning or a kiln::Error, never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include <chrono>
@@ -261,6 +262,49 @@ TEST(KilnPlugin, ValuesReadAtTheirOwnPointAreComputedOncePerPoint) {
   EXPECT_LE(worst, 1e-5);
 }
 
+// softmax's exp is read twice on each row, by the row's sum and by the output: computed
+// once per row into a row kept in L1 (an exp costs as much as ~20 multiply-adds), not
+// twice inline; its placement is a knob with both others as runner-ups, and each gives
+// the default schedule's results. log_softmax reads it once (in the sum): inlined.
+TEST(KilnPlugin, AValueARowReadsTwiceIsComputedOncePerRow) {
+  const Halide::Target host = Halide::get_jit_target_from_environment();
+  const as::MachineModel m = as::machine_model(host);
+  const Case& c = find_case("softmax");
+  LoweredGraph l = lower_case(c);
+  const as::SearchResult r = as::schedule_pipeline(l.pipeline(), host, m);
+  std::string exp_func;
+  for (const auto& [func, fusion] : r.knobs.fusion) {
+    if (func.find("softmax_exp") != std::string::npos) exp_func = func;
+  }
+  ASSERT_FALSE(exp_func.empty()) << r.knobs.str();
+  EXPECT_EQ(r.knobs.fusion.at(exp_func), as::Fusion::PerRow) << ::testing::PrintToString(r.decisions);
+  EXPECT_TRUE(any_decision(r, ": computed per row of output_0")) << ::testing::PrintToString(r.decisions);
+  EXPECT_NE(r.source.find("softmax_exp.compute_at(output_0, "), std::string::npos) << r.source;
+  EXPECT_LE(max_rel_diff(run_case(c, l), run_default(c)), 1e-6);
+  for (as::Fusion other : {as::Fusion::Inline, as::Fusion::Root}) {
+    SCOPED_TRACE(as::fusion_name(other));
+    bool runner_up = false;
+    for (const as::Alternative& a : r.alternatives) {
+      auto it = a.change.fusion.find(exp_func);
+      runner_up |= it != a.change.fusion.end() && it->second == other && a.extra_s > 0;
+    }
+    EXPECT_TRUE(runner_up);
+    as::Knobs k = r.knobs;
+    k.fusion[exp_func] = other;
+    LoweredGraph lo = lower_case(c);
+    const as::SearchResult ro = as::schedule_pipeline(lo.pipeline(), host, m, &k);
+    EXPECT_EQ(ro.source.find("softmax_exp.compute_at"), std::string::npos) << ro.source;
+    EXPECT_LE(max_rel_diff(run_case(c, lo), run_default(c)), 1e-6);
+  }
+  const Case log_form{"log_softmax",
+                      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{log_softmax(in[0], -1)}; },
+                      c.inputs};
+  const as::SearchResult rl = as::schedule_pipeline(lower_case(log_form).pipeline(), host, m);
+  EXPECT_TRUE(std::any_of(rl.decisions.begin(), rl.decisions.end(), [](const std::string& d) {
+    return d.rfind("log_softmax_exp", 0) == 0 && d.find(": inlined (1 evaluations per point") != std::string::npos;
+  })) << ::testing::PrintToString(rl.decisions);
+}
+
 // Fusion is a knob: each Func whose placement the search chose is recorded with the
 // other placement as a runner-up; a knob moves it (a pointwise Func to root, a row
 // reduction off its consumer's rows) to the same results; a placement a Func cannot
@@ -317,7 +361,17 @@ TEST(KilnPlugin, FusionIsAKnob) {
   EXPECT_NE(error_of("softmax", row_reduction, as::Fusion::Inline).find("it can be 'row' or 'root'"), std::string::npos);
   const as::SearchResult pw = as::schedule_pipeline(lower_case(find_case("pointwise")).pipeline(), host, m);
   const std::string pointwise = pw.knobs.fusion.begin()->first;
-  EXPECT_NE(error_of("pointwise", pointwise, as::Fusion::PerRow).find("it can be 'inline' or 'root'"), std::string::npos);
+  // A pointwise Func asked for per row with no output's rows to host it keeps the cost
+  // model's placement, and says so (other knobs can take its readers off the rows).
+  {
+    as::Knobs k;
+    k.fusion[pointwise] = as::Fusion::PerRow;
+    LoweredGraph l = lower_case(find_case("pointwise"));
+    const as::SearchResult r = as::schedule_pipeline(l.pipeline(), host, m, &k);
+    EXPECT_EQ(r.knobs.fusion.at(pointwise), pw.knobs.fusion.at(pointwise));
+    EXPECT_TRUE(any_decision(r, "although a knob asks for per row: its readers are not all at one output's rows"))
+        << ::testing::PrintToString(r.decisions);
+  }
   EXPECT_NE(error_of("pointwise", "no_such_func", as::Fusion::Root).find("whose placement this pipeline's search chooses"),
             std::string::npos);
   // CPU knobs for a GPU target.

@@ -4,6 +4,7 @@
 // database entry for its pipeline (and only for its pipeline).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 
@@ -114,9 +115,10 @@ TEST(Tuning, CandidatesVaryTwoKnobsAtOnce) {
   EXPECT_NEAR(r.predicted_s, both->predicted_s, 1e-9 + 1e-9 * both->predicted_s);
 }
 
-// softmax has four decisions (the output's band, and where softmax, its max and its sum
-// are placed): some candidates change three of them at once, none more, and the search
-// applies all three.
+// softmax has five decisions (the output's band, and where softmax, its exp, its max and
+// its sum are placed): some candidates change three of them at once, none more, and the
+// search applies all three, or says which placement yielded (a max asked to stay per row
+// while its sum moves to root has no row to be computed at).
 TEST(Tuning, CandidatesVaryThreeKnobsAtOnce) {
   const std::vector<as::Candidate> c = as::ranked_candidates(fresh("softmax"), host(), machine(), 400);
   ASSERT_GE(c.size(), 3u);
@@ -125,17 +127,25 @@ TEST(Tuning, CandidatesVaryThreeKnobsAtOnce) {
     for (const auto& [f, p] : k.fusion) n += c[0].knobs.fusion.at(f) != p;
     return n;
   };
-  const as::Candidate* three = nullptr;
+  int threes = 0, applied_all = 0;
   for (const as::Candidate& cand : c) {
     EXPECT_LE(changed(cand.knobs), 3) << cand.knobs.str();
-    if (!three && changed(cand.knobs) == 3) three = &cand;
+    if (changed(cand.knobs) != 3) continue;
+    ++threes;
+    // Each of the three is applied (a reduction moved to root brings a band of its own).
+    const as::SearchResult r = as::schedule_pipeline(fresh("softmax"), host(), machine(), &cand.knobs);
+    as::Knobs applied = r.knobs;
+    applied.merge(cand.knobs);
+    if (applied == r.knobs) {
+      ++applied_all;
+    } else {
+      EXPECT_TRUE(std::any_of(r.decisions.begin(), r.decisions.end(), [](const std::string& d) {
+        return d.find("although a knob asks for per row") != std::string::npos;
+      })) << r.knobs.str() << " does not apply " << cand.knobs.str();
+    }
   }
-  ASSERT_NE(three, nullptr) << c.size() << " candidates, none changing three knobs";
-  // Each of the three is applied (a reduction moved to root brings a band of its own).
-  const as::SearchResult r = as::schedule_pipeline(fresh("softmax"), host(), machine(), &three->knobs);
-  as::Knobs applied = r.knobs;
-  applied.merge(three->knobs);
-  EXPECT_TRUE(applied == r.knobs) << r.knobs.str() << " does not apply " << three->knobs.str();
+  EXPECT_GT(threes, 0) << c.size() << " candidates, none changing three knobs";
+  EXPECT_GT(applied_all, 0) << "no candidate's three knobs were all applied";
 }
 
 TEST(Tuning, KnobsAppliedAgainReproduceTheCandidate) {
