@@ -8,12 +8,14 @@
 // hangs becomes a table row ("failed: ...", "timed out after S s") and the run goes on.
 // The parent never starts Halide's runtime (no thread pool, no CUDA context), so forking
 // is safe. The children of one generator are all started (scheduled and compiled, as
-// many at a time as there are cores, then warm) before any is timed, then timed in interleaved rounds, each round in another
-// order: a machine whose speed drifts (other tenants, clocks) moves every row alike, and
-// each row's time is the median of its rounds' medians. With --processes N each schedule
-// runs in N children: one process's placement (its buffers' physical pages, its code's
-// addresses, its threads' cores) can move a memory-bound kernel by 10% on a shared VM, for
-// the whole life of the process, which no number of rounds in that process averages out.
+// many at a time as there are cores, then warm) before any is timed, then timed in
+// interleaved rounds, each round in another order: a machine whose speed drifts (other
+// tenants, clocks) moves every row alike, and each row's time is the median of its
+// rounds' medians. With --processes N each schedule runs in N children, launched every
+// schedule once, then again: one process's placement (its buffers' physical pages, its
+// code's addresses, its threads' cores) can move a memory-bound kernel by 10% on a shared
+// VM, for the whole life of the process, which no number of rounds in that process
+// averages out.
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +28,8 @@
 #include <iostream>
 #include <memory>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "autoschedule.h"
@@ -52,6 +56,7 @@ struct Args {
   double timeout = 120;     // per (generator, schedule): scheduling and compiling, then each round
   double max_seconds = 10;  // timing stops after this once 5 runs are in
   std::string db;           // tuning database for the Kiln-tuned rows
+  std::string schedules;    // comma-separated subset of the target's schedules, or all
 };
 
 Args parse(const std::vector<std::string>& args) {
@@ -70,9 +75,10 @@ Args parse(const std::vector<std::string>& args) {
     else if (args[i] == "--timeout") a.timeout = seconds_option("bench-kernels", opt, value(), false);
     else if (args[i] == "--max-seconds") a.max_seconds = seconds_option("bench-kernels", opt, value(), true);
     else if (args[i] == "--db") a.db = value();
+    else if (args[i] == "--schedules") a.schedules = value();
     else user_error("bench-kernels: unknown option '", args[i],
-                    "'; options: --filter REGEX, --target host|host-cuda, --reps N, --rounds N, --processes N, "
-                    "--timeout S, --max-seconds S, --db PATH");
+                    "'; options: --filter REGEX, --target host|host-cuda, --schedules LIST, --reps N, --rounds N, "
+                    "--processes N, --timeout S, --max-seconds S, --db PATH");
   }
   a.db = autoschedule::tuning_db_path(a.db);
   if (a.target != "host" && a.target != "host-cuda") {
@@ -97,6 +103,28 @@ std::vector<std::string> schedules_for(bool gpu) {
   // Adams2019 plans for CPUs only, Anderson2021 for GPUs only.
   if (gpu) return {"manual", "default", "Kiln", kKilnTuned, "Mullapudi2016", "Li2018", "Anderson2021"};
   return {"manual", "default", "Kiln", kKilnTuned, "Mullapudi2016", "Adams2019", "Li2018"};
+}
+
+// The schedules --schedules names (all of the target's without it), in the table's order.
+std::vector<std::string> schedules_to_time(const Args& a) {
+  const std::vector<std::string> all = schedules_for(a.target == "host-cuda");
+  if (a.schedules.empty()) return all;
+  std::set<std::string> asked;
+  std::stringstream list(a.schedules);
+  for (std::string s; std::getline(list, s, ',');) {
+    if (std::find(all.begin(), all.end(), s) == all.end()) {
+      std::string names;
+      for (const std::string& n : all) names += (names.empty() ? "" : ", ") + n;
+      user_error("bench-kernels: --schedules names '", s, "', which is not a schedule for ", a.target,
+                 "; the schedules are: ", names);
+    }
+    asked.insert(s);
+  }
+  std::vector<std::string> out;
+  for (const std::string& s : all) {
+    if (asked.count(s)) out.push_back(s);
+  }
+  return out;
 }
 
 // The parameters every autoscheduler gets: the cores to plan for, and for Kiln which
@@ -315,6 +343,7 @@ struct Row {
 
 int bench_kernels(const std::vector<std::string>& argv) {
   Args a = parse(argv);
+  schedules_to_time(a);  // a bad --schedules is an error before anything runs
   const bool gpu = a.target == "host-cuda";
   const std::string label = gpu ? "cuda" : "cpu";
   std::regex filter(a.filter.empty() ? ".*" : a.filter);
@@ -325,9 +354,12 @@ int bench_kernels(const std::vector<std::string>& argv) {
     kernels::KernelSpec spec = kernels::make_spec(g.name);
     // The children of the generator are launched as many at a time as there are cores
     // (each schedules and compiles on one); each has the timeout from its launch to be ready.
+    // A schedule's processes are spread over the launches (every schedule once, then again),
+    // so that what the machine was doing while they allocated is not one schedule's alone.
     std::vector<Variant> children;
-    for (const std::string& s : schedules_for(gpu)) {
-      for (int p = 0; p < a.processes; ++p) children.emplace_back().schedule = s;
+    const std::vector<std::string> schedules = schedules_to_time(a);
+    for (int p = 0; p < a.processes; ++p) {
+      for (const std::string& s : schedules) children.emplace_back().schedule = s;
     }
     const size_t at_once = std::max(1u, std::thread::hardware_concurrency());
     size_t launched = 0;
@@ -336,17 +368,18 @@ int bench_kernels(const std::vector<std::string>& argv) {
       children[i].await_ready(a);
     }
     std::erase_if(children, [](const Variant& v) { return v.absent; });
-    // Each round moves the order on by one schedule.
+    // Each round moves the order on by one child.
     for (int round = 0; round < a.rounds; ++round) {
-      for (size_t i = 0; i < children.size(); ++i) {
-        children[(i + size_t(round) * size_t(a.processes)) % children.size()].time(a);
-      }
+      for (size_t i = 0; i < children.size(); ++i) children[(i + size_t(round)) % children.size()].time(a);
     }
     std::vector<Row> rows;
-    for (Variant& v : children) {
-      v.stop();
-      if (rows.empty() || rows.back().schedule != v.schedule) rows.push_back({v.schedule});
-      rows.back().add(v);
+    for (const std::string& s : schedules) {
+      for (Variant& v : children) {
+        if (v.schedule != s) continue;
+        if (rows.empty() || rows.back().schedule != s) rows.push_back({s});
+        v.stop();
+        rows.back().add(v);
+      }
     }
     double best = 0;
     for (const Row& r : rows) {

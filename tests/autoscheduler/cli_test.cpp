@@ -144,6 +144,18 @@ TEST(KilnBenchKernelsCommand, SchedulesAreTimedInInterleavedRounds) {
     ++spreads;
   }
   EXPECT_EQ(spreads, 6u) << r.output;
+  // --schedules times a subset, in the table's order whatever the list's.
+  const CommandRun some = run_kiln("bench-kernels --filter '^kiln_reduce$' --schedules Kiln,manual --reps 2 --rounds 1 "
+                                   "--max-seconds 0 --db " + dir.file("none.json"));
+  ASSERT_EQ(some.status, 0) << some.output;
+  const size_t manual = some.output.find("\"impl\": \"manual\"");
+  const size_t kiln = some.output.find("\"impl\": \"Kiln\"");
+  EXPECT_NE(manual, std::string::npos) << some.output;
+  EXPECT_NE(kiln, std::string::npos) << some.output;
+  EXPECT_LT(manual, kiln) << some.output;
+  for (const std::string impl : {"default", "Mullapudi2016", "Adams2019", "Li2018"}) {
+    EXPECT_EQ(some.output.find("\"impl\": \"" + impl + "\""), std::string::npos) << impl << some.output;
+  }
   const CommandRun late = run_kiln("bench-kernels --filter '^kiln_reduce$' --timeout 0.001");
   EXPECT_EQ(late.status, 0) << late.output;
   EXPECT_NE(late.output.find("Kiln           timed out after 0 s"), std::string::npos) << late.output;
@@ -162,6 +174,10 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"tune softmax --reps 2.5", "tune: --reps takes a whole number of at least 1, not '2.5'"},
       {"bench-kernels --processes two", "bench-kernels: --processes takes a whole number of at least 1, not 'two'"},
       {"bench-kernels --reps 3x", "bench-kernels: --reps takes a whole number of at least 1, not '3x'"},
+      {"bench-kernels --schedules Kiln,Adams",
+       "--schedules names 'Adams', which is not a schedule for host; the schedules are: manual, default, Kiln, "
+       "Kiln-tuned, Mullapudi2016, Adams2019, Li2018"},
+      {"bench-kernels --target host-cuda --schedules Adams2019", "'Adams2019', which is not a schedule for host-cuda"},
       {"bench-kernels --max-seconds -1", "--max-seconds takes a number of seconds, 0 or more, not '-1'"},
       {"bench --reps abc", "bench: --reps takes a whole number of at least 1, not 'abc'"},
       {"models --reps 0", "models: --reps takes a whole number of at least 1, not '0'"},
