@@ -22,7 +22,11 @@ Prediction predict(const StagePlan& plan, const MachineModel& m) {
   const double waves = std::ceil(tasks / double(m.cores));
   // Vector arithmetic issues one FMA (2 flops x lanes) per unit per cycle.
   const int lanes = std::max(1, plan.lanes);
-  double arith_cycles = plan.flops / (2.0 * lanes) / m.fma_units;
+  // An accumulator's next FMA waits for its last one: with fewer independent chains than
+  // fma_latency x fma_units, the units idle between them.
+  double fmas_per_cycle = m.fma_units;
+  if (plan.chains > 0) fmas_per_cycle = std::min(fmas_per_cycle, double(plan.chains) / std::max(1, m.fma_latency));
+  double arith_cycles = plan.flops / (2.0 * lanes) / fmas_per_cycle;
   double load_cycles = plan.loads / m.load_ports;
   // A register tile larger than the register file spills: the spilled share of the
   // registers costs a reload (on the load ports) and a store (one store port) for every

@@ -37,6 +37,7 @@ struct StagePlan {
   int lanes = 1;                // vector lanes of the innermost loop (1: scalar)
   double loads = 0;             // load instructions issued (vector or scalar)
   int vector_registers = 0;     // live vector registers the inner loop needs (0: few)
+  int chains = 0;               // independent accumulators an FMA waits on (0: none, not latency-bound)
   std::vector<Stream> streams;  // memory traffic
   double tasks = 1;             // parallel tasks (1: serial)
 };

@@ -61,6 +61,7 @@ const std::map<std::string, Setter>& setters() {
       {"cores", [](MachineModel& m, double v) { m.cores = int(v); }},
       {"vector_bits", [](MachineModel& m, double v) { m.vector_bits = int(v); }},
       {"fma_units", [](MachineModel& m, double v) { m.fma_units = int(v); }},
+      {"fma_latency", [](MachineModel& m, double v) { m.fma_latency = int(v); }},
       {"load_ports", [](MachineModel& m, double v) { m.load_ports = int(v); }},
       {"registers", [](MachineModel& m, double v) { m.registers = int(v); }},
       {"ghz", [](MachineModel& m, double v) { m.ghz = v; }},
@@ -105,7 +106,7 @@ double MachineModel::gpu_peak_flops() const { return double(sm_count) * gpu_fp32
 std::string MachineModel::str() const {
   std::ostringstream o;
   o << "cores=" << cores << " vector_bits=" << vector_bits << " fma_units=" << fma_units
-    << " load_ports=" << load_ports << " registers=" << registers << " ghz=" << ghz << " l1=" << l1
+    << " fma_latency=" << fma_latency << " load_ports=" << load_ports << " registers=" << registers << " ghz=" << ghz << " l1=" << l1
     << " l2=" << l2 << " l3=" << l3 << " l1_gbps=" << l1_gbps << " l2_gbps=" << l2_gbps
     << " l3_gbps=" << l3_gbps << " dram_gbps=" << dram_gbps << " task_us=" << task_us
     << " sm_count=" << sm_count << " smem_per_block=" << smem_per_block << " regs_per_sm=" << regs_per_sm
@@ -205,7 +206,8 @@ static bool detect_gpu(MachineModel& m) {
 }
 
 // CPU defaults where nothing is detected: one core, a 2.5 GHz core with two vector FMA
-// units and two load ports (every x86 core since Haswell/Zen 2), 32 KiB L1, 512 KiB L2,
+// units of 4 cycles' latency and two load ports (every x86 core since Skylake/Zen 3;
+// Zen 4 runs a 512-bit FMA on both of its 256-bit units, so one per cycle), 32 KiB L1, 512 KiB L2,
 // 16 MiB L3; bandwidths per core of ~40/20/10 bytes per cycle for L1/L2/L3. DRAM
 // bandwidth grows with the cores a machine (or a VM's share of a server) has: about
 // 7 GB/s per core (kiln_binary streamed 114 GB/s on a 16-core Xeon VM, 14 GB/s on a
@@ -218,6 +220,7 @@ MachineModel machine_model(const Halide::Target& target) {
   if (target.has_feature(Halide::Target::AVX512)) {
     m.vector_bits = 512;
     m.registers = 32;
+    if (target.has_feature(Halide::Target::AVX512_Zen4)) m.fma_units = 1;
   } else if (target.has_feature(Halide::Target::AVX2) || target.has_feature(Halide::Target::AVX)) {
     m.vector_bits = 256;
   } else if (target.arch == Halide::Target::ARM) {

@@ -5,7 +5,7 @@
 //   KILN_MACHINE="cores=16,l2=1048576,peak_gflops=900,dram_gbps=80" kiln ...
 //
 // Keys (sizes in bytes, rates per second as noted): cores, vector_bits, fma_units,
-// load_ports, registers, ghz, l1, l2, l3, l1_gbps, l2_gbps, l3_gbps, dram_gbps,
+// fma_latency, load_ports, registers, ghz, l1, l2, l3, l1_gbps, l2_gbps, l3_gbps, dram_gbps,
 // task_us; GPU: sm_count, smem_per_block, regs_per_sm, gpu_dram_gbps, gpu_ghz, gpu_fp32_lanes,
 // gpu_threads_per_sm, gpu_smem_per_sm, gpu_l2_gbps, gpu_dram_latency, gpu_l2_latency, launch_us.
 // CPU values come from the Halide target (SIMD width), sysconf (cores) and
@@ -24,7 +24,8 @@ struct MachineModel {
   // CPU.
   int cores = 1;
   int vector_bits = 128;   // SIMD register width (SSE 128, AVX2 256, AVX-512 512)
-  int fma_units = 2;       // vector FMA issue per cycle per core
+  int fma_units = 2;       // vector FMAs (of vector_bits) issued per cycle per core
+  int fma_latency = 4;     // cycles before an FMA's result can feed the next FMA
   int load_ports = 2;      // vector loads per cycle per core
   int registers = 16;      // architectural vector registers
   double ghz = 2.5;        // sustained clock

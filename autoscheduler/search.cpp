@@ -32,6 +32,7 @@ StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t
   // Accumulators, the column vectors, one broadcast; a value loaded per point is held
   // with a temporary until the update consumes it.
   p.vector_registers = t.rows * t.vectors * (1 + 2 * s.point_operands) + t.vectors * s.column_operands + 1;
+  p.chains = t.rows * t.vectors;
   const double block = t.block > 0 ? std::min(t.block, s.n) : s.n;
   // b is read once per band of rows; it stays cached when one block of it fits.
   p.streams.push_back({row_tiles * s.k * s.n * s.bytes * s.batch, s.k * block * s.bytes});
@@ -353,6 +354,11 @@ struct Search {
           for (int band : {1, 2, 4, 8}) {
             ContractionTiling t{rows, vectors, vw, block, band, true};
             StagePlan plan = contraction_plan(s, t);
+            // A tile needs its registers: past the register file LLVM spills and shuffles
+            // accumulators in the reduction loop (kiln_matmul's 8 x 4 tiles of 16 lanes need
+            // 37 of Zen 4's 32: 104 instructions per step for 32 FMAs, 14.0 ms against
+            // 10.4 for 8 x 2), far worse than the spill price predicts. A knob may still ask.
+            if (plan.vector_registers > m.registers && !(rows == 1 && vectors == 1)) continue;
             // At least four tasks per core, so that a busy core does not hold the rest up.
             if (plan.tasks < 4.0 * m.cores && band > 1) continue;
             scored.push_back({f.name, t, predict(plan, m)});
