@@ -1,43 +1,75 @@
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
 
 namespace {
-const char* kUsage =
-    "usage: kiln <command> [options]\n"
-    "commands:\n"
-    "  bench [--filter REGEX] [--target host|host-cuda] [--reps N] [--max-seconds S]\n"
-    "        [--scheduler default|Kiln|rules|both]\n"
-    "      run the benchmark workloads eager and compiled; one JSON object per line\n"
-    "  bench-kernels [--filter REGEX] [--target host|host-cuda] [--schedules LIST] [--reps N]\n"
-    "                [--rounds N] [--processes N] [--timeout S] [--max-seconds S] [--db PATH]\n"
-    "      time each kernel-library generator under each schedule (manual, default, Halide's\n"
-    "      autoschedulers, Kiln's); a table on stderr, one JSON object per line on stdout\n"
-    "  models [--filter REGEX] [--reps N]\n"
-    "      run each registered model (seed, mlp, gpt_block) eager, compiled and through the\n"
-    "      f64 reference interpreter; print the errors and times\n"
-    "  aot <model> -o DIR [--target host|host-cuda] [--name NAME] [--embed-weights]\n"
-    "      export a registered model (seed, mlp, gpt_block, resnet18) as a static library\n"
-    "      with a C entry point, its header, its weights with a C loader, and a README\n"
-    "  autoschedule <generator>[:param=value...] [--target host|<Halide target>] [-o FILE]\n"
-    "               [--function NAME] [--db PATH|none]\n"
-    "      schedule a kernel-library generator with the Kiln autoscheduler (its tuned entry\n"
-    "      when the tuning database has one) and write the schedule file\n"
-    "  tune <generator>[:param=value...] [--target host|host-cuda|<Halide target>]\n"
-    "       [--budget-s S] [--candidates N] [--reps N] [--db PATH]\n"
-    "      time the Kiln autoscheduler's best candidates on this machine (its GPU for a\n"
-    "      CUDA target); the fastest goes\n"
-    "      into the tuning database (--db > $KILN_TUNING_DB > ./kiln_tuning.json)\n";
+// Each command's usage, in the order `kiln help` lists them.
+struct Command {
+  const char* name;
+  const char* usage;
+};
+const Command kCommands[] = {
+    {"bench",
+     "  bench [--filter REGEX] [--target host|host-cuda] [--reps N] [--max-seconds S]\n"
+     "        [--scheduler default|Kiln|rules|both]\n"
+     "      run the benchmark workloads eager and compiled; one JSON object per line\n"},
+    {"bench-kernels",
+     "  bench-kernels [--filter REGEX] [--target host|host-cuda] [--schedules LIST] [--reps N]\n"
+     "                [--rounds N] [--processes N] [--timeout S] [--max-seconds S] [--db PATH]\n"
+     "      time each kernel-library generator under each schedule (manual, default, Halide's\n"
+     "      autoschedulers, Kiln's); a table on stderr, one JSON object per line on stdout\n"},
+    {"models",
+     "  models [--filter REGEX] [--reps N]\n"
+     "      run each registered model (seed, mlp, gpt_block) eager, compiled and through the\n"
+     "      f64 reference interpreter; print the errors and times\n"},
+    {"aot",
+     "  aot <model> -o DIR [--target host|host-cuda] [--name NAME] [--embed-weights]\n"
+     "      [--scheduler default|Kiln|rules]\n"
+     "      export a registered model (seed, mlp, gpt_block, resnet18) as a static library\n"
+     "      with a C entry point, its header, its weights with a C loader, and a README\n"},
+    {"autoschedule",
+     "  autoschedule <generator>[:param=value...] [--target host|<Halide target>] [-o FILE]\n"
+     "               [--function NAME] [--db PATH|none]\n"
+     "      schedule a kernel-library generator with the Kiln autoscheduler (its tuned entry\n"
+     "      when the tuning database has one) and write the schedule file\n"},
+    {"tune",
+     "  tune <generator>[:param=value...] [--target host|host-cuda|<Halide target>]\n"
+     "       [--budget-s S] [--candidates N] [--reps N] [--db PATH]\n"
+     "      time the Kiln autoscheduler's best candidates on this machine (its GPU for a\n"
+     "      CUDA target); the fastest goes\n"
+     "      into the tuning database (--db > $KILN_TUNING_DB > ./kiln_tuning.json)\n"},
+};
+
+std::string usage() {
+  std::string u = "usage: kiln <command> [options]   (kiln <command> --help: that command alone)\ncommands:\n";
+  for (const Command& c : kCommands) u += c.usage;
+  return u;
+}
+
+bool asks_for_help(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
 }
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << usage();
     return 2;
   }
   std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Command& c : kCommands) {
+    if (cmd == c.name && asks_for_help(args)) {
+      std::cout << "usage: kiln\n" << c.usage;
+      return 0;
+    }
+  }
   try {
     if (cmd == "bench") return kiln::cli::bench(args);
     if (cmd == "bench-kernels") return kiln::cli::bench_kernels(args);
@@ -46,10 +78,10 @@ int main(int argc, char** argv) {
     if (cmd == "autoschedule") return kiln::cli::autoschedule(args);
     if (cmd == "tune") return kiln::cli::tune(args);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
-      std::cout << kUsage;
+      std::cout << usage();
       return 0;
     }
-    std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
+    std::cerr << "kiln: unknown command '" << cmd << "'\n" << usage();
     return 2;
   } catch (const kiln::Error& e) {
     std::cerr << "kiln " << cmd << ": error: " << e.what() << "\n";

@@ -200,6 +200,26 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
   EXPECT_EQ(kiln::as_test::read_text(corrupt), "{\"format\": \"kiln-tuning-db\"");  // untouched
 }
 
+// `kiln <command> --help` (or -h) prints that command's usage and succeeds, where an
+// unknown option is an error; `kiln help` lists every command.
+TEST(KilnCommands, HelpPrintsTheCommandsUsage) {
+  for (const std::string cmd : {"bench", "bench-kernels", "models", "aot", "autoschedule", "tune"}) {
+    for (const std::string flag : {"--help", "-h"}) {
+      const CommandRun r = run_kiln(cmd + " " + flag);
+      EXPECT_EQ(r.status, 0) << cmd << " " << flag << ": " << r.output;
+      EXPECT_NE(r.output.find("  " + cmd + " "), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("error: "), std::string::npos) << r.output;
+    }
+  }
+  EXPECT_NE(run_kiln("tune softmax --help").output.find("--budget-s S"), std::string::npos);
+  EXPECT_NE(run_kiln("aot --help").output.find("--scheduler default|Kiln|rules"), std::string::npos);
+  const CommandRun all = run_kiln("help");
+  EXPECT_EQ(all.status, 0);
+  for (const std::string cmd : {"bench [", "bench-kernels [", "models [", "aot <", "autoschedule <", "tune <"}) {
+    EXPECT_NE(all.output.find("  " + cmd), std::string::npos) << cmd << ": " << all.output;
+  }
+}
+
 TEST(KilnTuneCommand, CudaTargetsNeedAGpuToTimeOn) {
   if (kiln::cuda_available()) GTEST_SKIP() << "a CUDA GPU is present: kiln tune --target host-cuda would tune on it";
   const CommandRun r = run_kiln("tune softmax --target host-cuda --db none.json");
