@@ -34,7 +34,12 @@ struct MachineModel {
   int64_t l3 = 16 << 20;   // shared
   double l1_gbps = 100, l2_gbps = 50, l3_gbps = 25;  // per core
   double dram_gbps = 20;                             // whole socket (machine_model: 7 per core)
-  double task_us = 2.0;                              // cost of one parallel task (spawn, join)
+  // Cost of one parallel task (claiming it from the thread pool's queue, calling it), per
+  // core: on the 2-core Zen 4, kiln_unary's 1024 tasks of 2 rows took ~0.2 ms more than 256
+  // of 8 (0.4 us a task); 2 us had the 16-core Xeon run tasks twice as long as the tuner,
+  // Adams2019 and the hand schedules found faster (unary, binary, softmax). Many tiny
+  // tasks contend for the queue's lock and cost far more: least_band keeps them apart.
+  double task_us = 0.5;
 
   // GPU (CUDA targets; defaults by compute capability, see set_gpu_defaults).
   int sm_count = 108;
