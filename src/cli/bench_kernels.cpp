@@ -17,7 +17,6 @@
 // VM, for the whole life of the process, which no number of rounds in that process
 // averages out.
 #include <dlfcn.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +34,7 @@
 #include "autoschedule.h"
 #include "cli/bench_report.h"
 #include "cli/commands.h"
+#include "cli/line_pipe.h"
 #include "cli/options.h"
 #include "fingerprint.h"
 #include "kernel_spec.h"
@@ -223,32 +223,24 @@ struct Variant {
   // The child's next line, or why there is none ("timed out after S s", "failed: ...").
   // `limit_s` is the limit the message names (the timeout, of which `timeout_s` is left).
   bool next_line(double timeout_s, std::string* line, double limit_s = 0) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    for (;;) {
-      if (size_t nl = pending.find('\n'); nl != std::string::npos) {
-        *line = pending.substr(0, nl);
-        pending.erase(0, nl + 1);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(timeout_s));
+    switch (read_line(from_child, pending, deadline, line)) {
+      case LineRead::line:
         return true;
-      }
-      const int left = int(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-      if (left <= 0) {
+      case LineRead::timed_out:
         fail("timed out after " + std::to_string(int(std::max(timeout_s, limit_s))) + " s");
         return false;
-      }
-      pollfd pfd{from_child, POLLIN, 0};
-      if (poll(&pfd, 1, left) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = read(from_child, buf, sizeof buf);
-      if (n <= 0) {  // EOF: the child is gone
+      case LineRead::closed: {  // the child is gone
         int status = 0;
         waitpid(pid, &status, 0);
         pid = -1;
         fail(WIFSIGNALED(status) ? "failed: killed by signal " + std::to_string(WTERMSIG(status)) : "failed: no result");
         return false;
       }
-      pending.append(buf, size_t(n));
     }
+    return false;
   }
 
   void fail(const std::string& why) {

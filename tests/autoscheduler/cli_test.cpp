@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "autoschedule.h"
+#include "cli/line_pipe.h"
 #include "fingerprint.h"
 #include "kernel_spec.h"
 #include "kiln.h"
@@ -161,6 +164,35 @@ TEST(KilnBenchKernelsCommand, SchedulesAreTimedInInterleavedRounds) {
   EXPECT_NE(late.output.find("Kiln           timed out after 0 s"), std::string::npos) << late.output;
   const CommandRun bad = run_kiln("bench-kernels --rounds 0");
   EXPECT_NE(bad.output.find("--rounds takes a whole number of at least 1, not '0'"), std::string::npos) << bad.output;
+}
+
+// bench-kernels waits on its children in launch order, each from its own launch: a child
+// that said "ready" while the parent waited on a slow one (Adams2019 on conv2d) is read
+// after that child's deadline has passed, and is not late. (Reading nothing once the
+// deadline had passed timed out every child behind a slow one on a 16-core machine.)
+TEST(KilnBenchKernelsCommand, ALineAlreadyInThePipeIsReadPastTheDeadline) {
+  using kiln::cli::LineRead;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(5);
+  std::string pending, line;
+  ASSERT_EQ(write(fds[1], "ready\nok 1.5", 12), 12);
+  EXPECT_EQ(kiln::cli::read_line(fds[0], pending, past, &line), LineRead::line);
+  EXPECT_EQ(line, "ready");
+  // Half a line is not a line: past the deadline it times out, and keeps what it read.
+  EXPECT_EQ(kiln::cli::read_line(fds[0], pending, past, &line), LineRead::timed_out);
+  EXPECT_EQ(pending, "ok 1.5");
+  ASSERT_EQ(write(fds[1], " 3\n", 3), 3);
+  EXPECT_EQ(kiln::cli::read_line(fds[0], pending, std::chrono::steady_clock::now() + std::chrono::seconds(5), &line),
+            LineRead::line);
+  EXPECT_EQ(line, "ok 1.5 3");
+  // A future deadline waits for it; a closed pipe is said at once.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(kiln::cli::read_line(fds[0], pending, start + std::chrono::milliseconds(50), &line), LineRead::timed_out);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50));
+  close(fds[1]);
+  EXPECT_EQ(kiln::cli::read_line(fds[0], pending, start + std::chrono::seconds(60), &line), LineRead::closed);
+  close(fds[0]);
 }
 
 TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
