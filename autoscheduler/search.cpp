@@ -322,9 +322,10 @@ struct Search {
       if (ok && k != Fusion::Root) {
         p = {Where::AtRow, host};
         rows_var[host] = "";
-        record_fusion(f, Fusion::PerRow, Fusion::Root, extra);
+        // A 1-D host has rows (and a band) only while this reduction is computed there.
+        record_fusion(f, Fusion::PerRow, Fusion::Root, extra, info.at(host).vars.size() < 2 ? host : "");
       } else if (ok) {
-        record_fusion(f, Fusion::Root, Fusion::PerRow, -extra);
+        record_fusion(f, Fusion::Root, Fusion::PerRow, -extra, f.name);
       } else {
         // Other knobs can take its consumers off one output's rows (a consumer moved to
         // root): a knob asking for rows then yields to them.
@@ -414,11 +415,13 @@ struct Search {
 
   // A placement the search chose between `chosen` and `other` (`extra_s` slower, by the
   // cost model): a knob, and `other` a runner-up.
-  void record_fusion(const FuncInfo& f, Fusion chosen, Fusion other, double extra_s) {
+  // `drops_band`: a Func that `other` leaves without rows to band (see Alternative).
+  void record_fusion(const FuncInfo& f, Fusion chosen, Fusion other, double extra_s,
+                     const std::string& drops_band = "") {
     result.knobs.fusion[stable_name(f.name)] = chosen;
     Knobs change;
     change.fusion[stable_name(f.name)] = other;
-    alternatives.push_back({f.name, change, extra_s});
+    alternatives.push_back({f.name, change, extra_s, drops_band.empty() ? "" : stable_name(drops_band)});
   }
 
   // A fusion knob for `f` (if any) that must be one of `allowed`; a kiln::Error otherwise.
@@ -909,6 +912,8 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   const SearchResult best = schedule_pipeline(pipeline, target, machine);
   auto with = [](Candidate c, const Alternative& a) {
     c.knobs.merge(a.change);
+    // The change takes away the rows that the cost model's band split.
+    if (!a.drops_band.empty()) c.knobs.bands.erase(a.drops_band);
     c.predicted_s += a.extra_s;
     return c;
   };
@@ -926,15 +931,21 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   for (const Alternative* a : sorted) {
     if (taken[a->func]++ < kPairedPerDecision) leading.push_back(a);
   }
+  // Two changes contradict where one takes away the rows that the other bands.
+  auto clash = [](const Alternative& a, const Alternative& b) {
+    return (!a.drops_band.empty() && b.change.bands.count(a.drops_band)) ||
+           (!b.drops_band.empty() && a.change.bands.count(b.drops_band));
+  };
   for (size_t i = 0; i < leading.size(); ++i) {
     for (size_t j = i + 1; j < leading.size(); ++j) {
-      if (leading[i]->func == leading[j]->func) continue;
+      if (leading[i]->func == leading[j]->func || clash(*leading[i], *leading[j])) continue;
       const Candidate two = with(with(chosen, *leading[i]), *leading[j]);
       out.push_back(two);
       // Threes from the dozen closest runner-ups only: a whole model has hundreds of
       // decisions, and n is a handful.
       for (size_t k = j + 1; k < std::min(leading.size(), kTripleLeading); ++k) {
-        if (leading[k]->func != leading[i]->func && leading[k]->func != leading[j]->func) {
+        if (leading[k]->func != leading[i]->func && leading[k]->func != leading[j]->func &&
+            !clash(*leading[k], *leading[i]) && !clash(*leading[k], *leading[j])) {
           out.push_back(with(two, *leading[k]));
         }
       }

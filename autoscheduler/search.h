@@ -86,6 +86,12 @@ struct Alternative {
   std::string func;
   Knobs change;
   double extra_s = 0;
+  // A Func (stable name) whose rows this change takes away, so that no band can split
+  // them: a row reduction moved off the rows of the 1-D output it gave rows to, or a row
+  // reduction at root moved onto an output's rows. ranked_candidates drops the cost
+  // model's band for that Func where it applies the change, and does not pair the change
+  // with a runner-up band for it.
+  std::string drops_band;
 };
 
 struct SearchResult {

@@ -426,3 +426,21 @@ TEST(Tuning, GpuCandidatesTheModelCannotTellApartAreFew) {
   for (const as::Candidate& c : conv) other_tilings += !(c.knobs.gpu_tiles == conv[0].knobs.gpu_tiles);
   EXPECT_GE(other_tilings, 3u);
 }
+
+// Every candidate kiln tune is given applies to its pipeline: runner-ups combined from two
+// decisions can contradict each other (kiln_reduce: a band for the output's rows, with the
+// row sums moved to root, where the output has no rows to band), and such a candidate was
+// timed as "failed" instead of a candidate that applies.
+TEST(Tuning, EveryRankedCandidateApplies) {
+  for (const kk::GeneratorInfo& g : kk::generators()) {
+    for (const std::string& target : {std::string("cpu"), std::string("cuda")}) {
+      const bool gpu = target == "cuda";
+      const std::vector<as::Candidate> c =
+          as::ranked_candidates(fresh(g.name), gpu ? kCuda : host(), gpu ? a100() : machine(), 12);
+      for (size_t i = 0; i < c.size(); ++i) {
+        EXPECT_EQ(error_of(fresh(g.name), gpu ? kCuda : host(), gpu ? a100() : machine(), c[i].knobs), "(no error)")
+            << g.name << " on " << target << ", candidate " << i << ": " << c[i].knobs.str();
+      }
+    }
+  }
+}
