@@ -82,18 +82,20 @@ const char* fusion_name(Fusion f) {
 }
 
 bool Knobs::empty() const {
-  return tiles.empty() && bands.empty() && fusion.empty() && gpu_tiles.empty() && gpu_blocks.empty() && gpu_rows.empty();
+  return tiles.empty() && bands.empty() && fusion.empty() && lanes.empty() && gpu_tiles.empty() && gpu_blocks.empty() &&
+         gpu_rows.empty();
 }
 
 bool Knobs::operator==(const Knobs& o) const {
-  return tiles == o.tiles && bands == o.bands && fusion == o.fusion && gpu_tiles == o.gpu_tiles && gpu_blocks == o.gpu_blocks &&
-         gpu_rows == o.gpu_rows;
+  return tiles == o.tiles && bands == o.bands && fusion == o.fusion && lanes == o.lanes && gpu_tiles == o.gpu_tiles &&
+         gpu_blocks == o.gpu_blocks && gpu_rows == o.gpu_rows;
 }
 
 void Knobs::merge(const Knobs& change) {
   for (const auto& [f, t] : change.tiles) tiles[f] = t;
   for (const auto& [f, b] : change.bands) bands[f] = b;
   for (const auto& [f, p] : change.fusion) fusion[f] = p;
+  for (const auto& [f, l] : change.lanes) lanes[f] = l;
   for (const auto& [f, t] : change.gpu_tiles) gpu_tiles[f] = t;
   for (const auto& [f, t] : change.gpu_blocks) gpu_blocks[f] = t;
   for (const auto& [f, t] : change.gpu_rows) gpu_rows[f] = t;
@@ -105,6 +107,7 @@ std::string Knobs::str() const {
   for (const auto& [f, t] : tiles) next(f) << t.rows << "x" << t.vectors << " tiles, block " << int(t.block) << ", band " << t.band;
   for (const auto& [f, b] : bands) next(f) << "band " << b;
   for (const auto& [f, p] : fusion) next(f) << fusion_name(p);
+  for (const auto& [f, l] : lanes) next(f) << l << " lanes";
   for (const auto& [f, t] : gpu_tiles) {
     next(f) << t.rows << "x" << t.cols << " per thread, " << t.tx << "x" << t.ty << " threads, unroll " << t.unroll;
   }
@@ -175,6 +178,53 @@ struct Search {
     return as_vector_flops(f, f.flops_per_point, f.scalar_cycles_per_point);
   }
   double step_flops(const FuncInfo& f) const { return as_vector_flops(f, f.update_flops, f.update_scalar_cycles); }
+
+  // Whether the search vectorizes `f`'s loop over its points as a whole: an output that
+  // is not register-tiled, or a pointwise Func at root. A lanes knob names one of these.
+  bool has_own_vector_loop(const FuncInfo& f) const {
+    if (is_fixed(f.name) || f.vars.empty()) return false;
+    if (f.is_output && is_pure_output(f)) return !tiles.count(f.name);
+    return f.reduction == ReductionKind::None && place.at(f.name).where == Where::Root &&
+           !f.function.has_extern_definition();
+  }
+
+  // The vector lanes of `f`'s own loop, which makes `scalar_cycles` of per-lane libm calls
+  // per point. A libm call costs the same per lane at any width, but each lane is taken
+  // out of the vector and put back: on a 2-core AVX-512 Xeon the seed's sin and cos ran
+  // 9% faster at 8 lanes than at 16 (Li2018's choice; 24.6 against 26.9 ms), on a 2-core
+  // Zen 4 within 1% of it. The cost model cannot tell the widths apart, so half the
+  // target's width is a runner-up at the same prediction, for kiln tune to measure. A
+  // knob overrides.
+  int loop_lanes(const FuncInfo& f, double scalar_cycles) {
+    const int vw = lanes(f);
+    const std::string key = stable_name(f.name);
+    const auto knob = knobs ? knobs->lanes.find(key) : std::map<std::string, int>::const_iterator{};
+    const bool given = knobs && knob != knobs->lanes.end();
+    if (!given && (scalar_cycles <= 0 || vw < 16)) return vw;
+    const int chosen = given ? knob->second : vw;
+    result.knobs.lanes[key] = chosen;
+    for (int other : {vw, vw / 2}) {
+      if (other == chosen) continue;
+      Knobs change;
+      change.lanes[key] = other;
+      alternatives.push_back({f.name, change, 0.0});
+    }
+    return chosen;
+  }
+
+  // Per-lane libm cycles per point of output `h`, with those of the Funcs inlined into
+  // it and computed per row of it (as schedule_output counts their arithmetic).
+  double output_scalar_cycles(const FuncInfo& h) const {
+    double c = h.scalar_cycles_per_point;
+    for (const auto& [name, e] : evaluations) c += info.at(name).scalar_cycles_per_point * e / h.points();
+    for (const auto& [name, p] : place) {
+      const FuncInfo& f = info.at(name);
+      if (p.where == Where::AtRow && p.host == h.name && f.reduction == ReductionKind::None) {
+        c += f.scalar_cycles_per_point * f.points() / h.points();
+      }
+    }
+    return c;
+  }
 
   void decide(const std::string& stream, const std::string& line) {
     result.decisions.push_back(line);
@@ -496,6 +546,22 @@ struct Search {
       }
       if (band < 1) user_error("tuning knobs: ", func, "'s band must be at least 1, not ", band);
     }
+    for (const auto& [func, l] : knobs->lanes) {
+      const FuncInfo* f = nullptr;
+      for (const auto& [name, fi] : info.funcs) {
+        if (stable_name(name) == func && has_own_vector_loop(fi)) f = &fi;
+      }
+      if (!f) {
+        user_error("tuning knobs: ", func, " is not an output or a pointwise Func at root of this pipeline, ",
+                   "whose loop the search vectorizes (re-run kiln tune for this pipeline)");
+      }
+      const int vw = lanes(*f);
+      if (vw < 16 || (l != vw && l != vw / 2)) {
+        user_error("tuning knobs: ", func, "'s vector lanes (", l, ") are not valid for this target: they can be ",
+                   vw < 16 ? std::to_string(vw) : std::to_string(vw) + " or " + std::to_string(vw / 2),
+                   " (re-run kiln tune for this pipeline)");
+      }
+    }
   }
 
   std::string tiled_names() const {
@@ -591,12 +657,12 @@ struct Search {
   }
 
   void schedule_output(ScheduleWriter& w, const FuncInfo& h) {
-    const int vw = lanes(h);
     w.compute_root(h.name);
     if (auto t = tiles.find(h.name); t != tiles.end()) {
       schedule_tiled_output(w, h, t->second);
       return;
     }
+    const int vw = loop_lanes(h, output_scalar_cycles(h));
     // Arithmetic per output point, with what is inlined into it.
     double flops = point_flops(h);
     for (const auto& [name, e] : evaluations) flops += point_flops(info.at(name)) * e / h.points();
@@ -607,7 +673,7 @@ struct Search {
       }
     }
     if (h.vars.size() == 1) {
-      schedule_vector_output(w, h, flops);
+      schedule_vector_output(w, h, flops, vw);
       return;
     }
     double rows = 1;
@@ -627,8 +693,7 @@ struct Search {
   // a band of elements, each computing its band of rows first (one parallel loop, where
   // the reductions at root and a copy to the output would be two); else tasks of 2^14
   // elements where there are two of them at least.
-  void schedule_vector_output(ScheduleWriter& w, const FuncInfo& h, double flops) {
-    const int vw = lanes(h);
+  void schedule_vector_output(ScheduleWriter& w, const FuncInfo& h, double flops, int vw) {
     const std::string x = h.vars[0];
     const double n = double(h.extents[0]);
     if (rows_var.count(h.name)) {
@@ -843,7 +908,7 @@ struct Search {
     w.compute_root(f.name);
     if (f.vars.empty() || f.function.has_extern_definition()) return;
     StageWriter s = w.stage(f.name);
-    const int vw = lanes(f);
+    const int vw = loop_lanes(f, f.scalar_cycles_per_point);
     if (f.vars.size() == 1 && f.extents[0] >= 2 * kVectorTask) {
       // One dim: tasks of 2^14 elements, as a 1-D output (it was one serial loop: the
       // seed's sin and cos at root, 8M elements, took a core each).
@@ -893,7 +958,7 @@ struct Search {
 SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                const MachineModel& machine, const Knobs* knobs, const FixedFuncs* fixed) {
   if (target.has_gpu_feature()) {
-    if (knobs && !(knobs->tiles.empty() && knobs->bands.empty() && knobs->fusion.empty())) {
+    if (knobs && !(knobs->tiles.empty() && knobs->bands.empty() && knobs->fusion.empty() && knobs->lanes.empty())) {
       user_error("tuning knobs (", knobs->str(), ") are the CPU search's; ", target.to_string(),
                  " is planned by the Kiln GPU search (drop the tuning database entry, or use db=none)");
     }
@@ -910,10 +975,19 @@ SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::T
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                          const MachineModel& machine, int n) {
   const SearchResult best = schedule_pipeline(pipeline, target, machine);
-  auto with = [](Candidate c, const Alternative& a) {
+  // A Func that `a` takes off root, where it had a loop of its own (and a lanes knob).
+  auto off_root = [](const Alternative& a) {
+    for (const auto& [f, p] : a.change.fusion) {
+      if (p != Fusion::Root) return f;
+    }
+    return std::string();
+  };
+  auto with = [&](Candidate c, const Alternative& a) {
     c.knobs.merge(a.change);
-    // The change takes away the rows that the cost model's band split.
+    // The change takes away the rows that the cost model's band split, or the loop whose
+    // width it chose.
     if (!a.drops_band.empty()) c.knobs.bands.erase(a.drops_band);
+    if (const std::string f = off_root(a); !f.empty()) c.knobs.lanes.erase(f);
     c.predicted_s += a.extra_s;
     return c;
   };
@@ -931,10 +1005,13 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   for (const Alternative* a : sorted) {
     if (taken[a->func]++ < kPairedPerDecision) leading.push_back(a);
   }
-  // Two changes contradict where one takes away the rows that the other bands.
-  auto clash = [](const Alternative& a, const Alternative& b) {
-    return (!a.drops_band.empty() && b.change.bands.count(a.drops_band)) ||
-           (!b.drops_band.empty() && a.change.bands.count(b.drops_band));
+  // Two changes contradict where one takes away the rows that the other bands, or the
+  // loop whose width the other sets.
+  auto clash = [&](const Alternative& a, const Alternative& b) {
+    auto takes = [&](const Alternative& x, const Alternative& y) {
+      return (!x.drops_band.empty() && y.change.bands.count(x.drops_band)) || y.change.lanes.count(off_root(x));
+    };
+    return takes(a, b) || takes(b, a);
   };
   for (size_t i = 0; i < leading.size(); ++i) {
     for (size_t j = i + 1; j < leading.size(); ++j) {

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cost_model.h"
@@ -69,6 +70,7 @@ struct Knobs {
   std::map<std::string, ContractionTiling> tiles;  // contraction -> its register tiling
   std::map<std::string, int> bands;                // output, row reduction -> rows per parallel task
   std::map<std::string, Fusion> fusion;            // where a Func is computed (see Fusion)
+  std::map<std::string, int> lanes;                // loop making per-lane libm calls -> its vector lanes
   // The GPU search's.
   std::map<std::string, GpuContractionTiling> gpu_tiles;  // contraction -> its per-thread tiling
   std::map<std::string, GpuBlockTiling> gpu_blocks;       // one-thread-per-point kernel -> its blocks
@@ -83,6 +85,8 @@ struct Knobs {
 // A runner-up of one decision: `change` is its one knob that differs from the chosen
 // schedule's, `extra_s` how much slower the cost model thinks the pipeline becomes.
 struct Alternative {
+  Alternative(std::string f, Knobs c, double extra, std::string drops = "")
+      : func(std::move(f)), change(std::move(c)), extra_s(extra), drops_band(std::move(drops)) {}
   std::string func;
   Knobs change;
   double extra_s = 0;

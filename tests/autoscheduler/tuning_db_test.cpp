@@ -28,6 +28,7 @@ as::TuningEntry sample_entry(const std::string& fingerprint = "00112233aabbccdd"
   e.knobs.bands["out"] = 8;
   e.knobs.fusion["sin"] = as::Fusion::Root;
   e.knobs.fusion["softmax_max"] = as::Fusion::PerRow;
+  e.knobs.lanes["out"] = 8;
   e.schedule = "    Func out = pipeline.get_func(3);\n    out.compute_root();\n";
   e.measured_ms = 1.25;
   e.predicted_ms = 2.5;
@@ -97,10 +98,10 @@ TEST(TuningDb, GpuKnobsRoundTripAndEntriesWithoutThemStillLoad) {
   ASSERT_NE(got, nullptr);
   EXPECT_TRUE(got->knobs == gpu.knobs) << got->knobs.str() << " vs " << gpu.knobs.str();
 
-  // A file written before GPU and fusion knobs existed: its knobs have only "tiles" and
+  // A file written before GPU, fusion and lanes knobs existed: its knobs have only "tiles" and
   // "bands".
   std::string text = read_text(dir.file("db.json"));
-  for (const char* key : {"fusion", "gpu_tiles", "gpu_blocks", "gpu_rows"}) {
+  for (const char* key : {"fusion", "lanes", "gpu_tiles", "gpu_blocks", "gpu_rows"}) {
     const size_t at = text.find(std::string("\"") + key + "\"");
     ASSERT_NE(at, std::string::npos) << key;
     text.replace(at, std::string(key).size() + 2, std::string("\"old_") + key + "\"");
