@@ -22,11 +22,16 @@ std::string ms_text(double ms) {
   return o.str();
 }
 
-// The tuned schedule for `pipeline`, applied, or nothing when the database has no entry
-// (or an entry that no longer fits: then a warning, and the pipeline is untouched).
-std::optional<ScheduleOutcome> apply_tuned(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                                           const MachineModel& machine, const std::string& path) {
+}  // namespace
+
+std::optional<ScheduleOutcome> apply_tuned_entry(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                                                 const MachineModel& machine, const std::string& path,
+                                                 const FixedFuncs* fixed) {
   const TuningDb db = TuningDb::load(path);
+  if (db.entries().empty()) {  // no file (every compile of a model that was never tuned)
+    log("schedule", "tuning database " + path + ": no entries; using the cost model");
+    return std::nullopt;
+  }
   const std::string fingerprint = pipeline_fingerprint(pipeline);
   const TuningEntry* e = db.find(fingerprint, tuning_target_key(target), machine.str());
   if (!e) {
@@ -35,7 +40,7 @@ std::optional<ScheduleOutcome> apply_tuned(const Halide::Pipeline& pipeline, con
   }
   SearchResult r;
   try {
-    r = schedule_pipeline(pipeline, target, machine, &e->knobs);
+    r = schedule_pipeline(pipeline, target, machine, &e->knobs, fixed);
   } catch (const Error& err) {
     std::cerr << "Warning: kiln tuning database " << path << ": the entry for " << e->generator << " (" << fingerprint
               << ") does not fit the pipeline: " << err.what() << "; using the cost model\n";
@@ -51,8 +56,6 @@ std::optional<ScheduleOutcome> apply_tuned(const Halide::Pipeline& pipeline, con
              ms_text(e->measured_ms) + " on " + e->date + "\n" + r.source;
   return o;
 }
-
-}  // namespace
 
 MachineModel machine_for(const Halide::Target& target, const std::map<std::string, std::string>& params) {
   MachineModel machine = machine_model(target);
@@ -86,7 +89,7 @@ ScheduleOutcome autoschedule(const Halide::Pipeline& pipeline, const Halide::Tar
   const std::string path = db_path_for(params);
   log("schedule", "machine: " + machine.str());
   std::optional<ScheduleOutcome> tuned;
-  if (!path.empty()) tuned = apply_tuned(pipeline, target, machine, path);
+  if (!path.empty()) tuned = apply_tuned_entry(pipeline, target, machine, path);
   ScheduleOutcome o;
   if (tuned) {
     o = *tuned;

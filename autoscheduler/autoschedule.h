@@ -10,6 +10,7 @@
 #include <Halide.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "machine_model.h"
@@ -36,6 +37,15 @@ std::string db_path_for(const std::map<std::string, std::string>& params);
 // Schedules `pipeline` for a CPU or CUDA target (another GPU API is a kiln::Error).
 ScheduleOutcome autoschedule(const Halide::Pipeline& pipeline, const Halide::Target& target,
                              const std::map<std::string, std::string>& params);
+
+// The tuning database's entry at `path` for `pipeline` (its fingerprint, the target, the
+// machine), applied to it; nothing where there is none, or where the entry no longer fits
+// (then a warning, and the pipeline is untouched). `fixed`: Funcs scheduled already, which
+// the search plans around (a compiled model's contractions; the fingerprint is taken with
+// their schedules applied, as `kiln tune <model>` takes it).
+std::optional<ScheduleOutcome> apply_tuned_entry(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                                                 const MachineModel& machine, const std::string& path,
+                                                 const FixedFuncs* fixed = nullptr);
 
 // A complete schedule header around `body` (ScheduleOutcome::source): include guard,
 // `inline void <function>(::Halide::Pipeline pipeline, ::Halide::Target target)`, and the

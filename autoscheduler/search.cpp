@@ -506,6 +506,16 @@ struct Search {
            !is_fixed(f.name);
   }
 
+  // The Func a knob names (by stable name) that `fits`, or nullptr.
+  template <typename Fits>
+  const FuncInfo* knob_func(const std::string& stable, Fits fits) const {
+    const FuncInfo* found = nullptr;
+    for (const auto& [name, fi] : info.funcs) {
+      if (stable_name(name) == stable && fits(fi)) found = &fi;
+    }
+    return found;
+  }
+
   void check_knobs() const {
     if (!knobs) return;
     for (const auto& [func, t] : knobs->tiles) {
@@ -536,21 +546,14 @@ struct Search {
       }
     }
     for (const auto& [func, band] : knobs->bands) {
-      const FuncInfo* h = nullptr;
-      for (const auto& [name, fi] : info.funcs) {
-        if (stable_name(name) == func && has_band(fi)) h = &fi;
-      }
-      if (!h) {
+      if (!knob_func(func, [&](const FuncInfo& f) { return has_band(f); })) {
         user_error("tuning knobs: ", func, " is not an output or a row reduction of this pipeline whose rows are ",
                    "split into tasks (re-run kiln tune for this pipeline)");
       }
       if (band < 1) user_error("tuning knobs: ", func, "'s band must be at least 1, not ", band);
     }
     for (const auto& [func, l] : knobs->lanes) {
-      const FuncInfo* f = nullptr;
-      for (const auto& [name, fi] : info.funcs) {
-        if (stable_name(name) == func && has_own_vector_loop(fi)) f = &fi;
-      }
+      const FuncInfo* f = knob_func(func, [&](const FuncInfo& fi) { return has_own_vector_loop(fi); });
       if (!f) {
         user_error("tuning knobs: ", func, " is not an output or a pointwise Func at root of this pipeline, ",
                    "whose loop the search vectorizes (re-run kiln tune for this pipeline)");
@@ -973,8 +976,8 @@ SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::T
 }
 
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                                         const MachineModel& machine, int n) {
-  const SearchResult best = schedule_pipeline(pipeline, target, machine);
+                                         const MachineModel& machine, int n, const FixedFuncs* fixed) {
+  const SearchResult best = schedule_pipeline(pipeline, target, machine, nullptr, fixed);
   // A Func that `a` takes off root, where it had a loop of its own (and a lanes knob).
   auto off_root = [](const Alternative& a) {
     for (const auto& [f, p] : a.change.fusion) {

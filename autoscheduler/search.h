@@ -137,10 +137,12 @@ struct Candidate {
 // task size, the other placement of a Func), or two or three knobs of different decisions
 // replaced by their leading runner-ups. A register tiling or a task size changes its own
 // stage's cost only, so those predictions are exact sums of the stages' costs; a
-// placement also changes what its consumer computes, so with one the sum is an estimate. Schedules `pipeline` while searching: pass a throwaway copy. GPU targets
-// rank the GPU search's choices the same way (per-thread tilings, blocks, rows per block).
+// placement also changes what its consumer computes, so with one the sum is an estimate.
+// Schedules `pipeline` while searching: pass a throwaway copy (with `fixed`'s schedules
+// applied, as schedule_pipeline is given them). GPU targets rank the GPU search's choices
+// the same way (per-thread tilings, blocks, rows per block).
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                                         const MachineModel& machine, int n);
+                                         const MachineModel& machine, int n, const FixedFuncs* fixed = nullptr);
 
 // A matmul-like stage, out[m][n] += a[m][k] b[k][n] over `batch` independent problems
 // (its shape), and the plan of one way to run it (a ContractionTiling). The plan is what

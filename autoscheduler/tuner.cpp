@@ -62,7 +62,7 @@ TuneResult tune(const Halide::Pipeline& throwaway, const std::string& name, cons
   r.entry.target = tuning_target_key(target);
   r.entry.machine = machine.str();
   r.entry.generator = name;
-  const std::vector<Candidate> candidates = ranked_candidates(throwaway, target, machine, options.candidates);
+  const std::vector<Candidate> candidates = ranked_candidates(throwaway, target, machine, options.candidates, options.fixed);
   // The first pass leaves a third of the budget to the finalists' rounds.
   const double first_pass_s = options.finalists > 0 && options.rounds > 0 ? options.budget_s * 2 / 3 : options.budget_s;
 

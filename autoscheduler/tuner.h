@@ -6,7 +6,7 @@
 // does not decide; the winner of those rounds becomes a tuning database entry, and a
 // runner-up replaces the cost model's choice only where it is faster by a margin. The loop
 // knows nothing of how a pipeline is built or timed, so `kiln tune` (kernel-library
-// generators) and tests share it.
+// generators and compiled models) and tests share it.
 #pragma once
 
 #include <Halide.h>
@@ -29,6 +29,7 @@ struct TuneOptions {
   int rounds = 5;          // interleaved rounds of the finalists, while the budget lasts (one at least)
   double margin = 0.03;    // how much faster than the cost model's choice a runner-up must be
   std::ostream* progress = nullptr;  // a progress bar (stderr in `kiln tune`), or none
+  const FixedFuncs* fixed = nullptr; // Funcs the throwaway has scheduled already (a compiled model's contractions)
 };
 
 // What `measure` reports for one candidate: its time, the schedule source applied and,

@@ -30,7 +30,7 @@ void KernelTimer::run_once() {
   if (target_.has_gpu_feature()) out_.device_sync();
 }
 
-KernelTiming KernelTimer::time(int reps, double max_seconds, double warm_s) {
+KernelTiming time_runs(const std::function<void()>& run_once, int reps, double max_seconds, double warm_s) {
   using Clock = std::chrono::steady_clock;
   const auto warm_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warm_s));
   do {
@@ -47,6 +47,10 @@ KernelTiming KernelTimer::time(int reps, double max_seconds, double warm_s) {
   }
   std::sort(ms.begin(), ms.end());
   return {ms[ms.size() / 2], ms.front(), int(ms.size())};
+}
+
+KernelTiming KernelTimer::time(int reps, double max_seconds, double warm_s) {
+  return time_runs([this] { run_once(); }, reps, max_seconds, warm_s);
 }
 
 KernelTiming time_kernel(DirectKernel& k, const Halide::Target& target, int reps, double max_seconds) {

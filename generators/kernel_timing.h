@@ -5,6 +5,7 @@
 
 #include <Halide.h>
 
+#include <functional>
 #include <vector>
 
 #include "kernel_spec.h"
@@ -17,6 +18,13 @@ struct KernelTiming {
   int runs = 0;
 };
 
+// Up to `reps` timed calls of `run_once`, stopping early once 5 are in and `max_seconds`
+// have passed, after `warm_s` seconds of calls that are not counted (one at least): a
+// pool of threads that slept through a compile, and cores in a deep idle state, take
+// longer than that to come back (the first 10 runs of a 50 us kernel on 16 cores took
+// 0.3 ms each). `run_once` waits for what it started (a GPU's work included).
+KernelTiming time_runs(const std::function<void()>& run_once, int reps, double max_seconds, double warm_s);
+
 // One compiled kernel with its inputs bound, ready to be timed as often as wanted (kiln
 // tune times its finalists again, interleaved, after the first pass).
 class KernelTimer {
@@ -26,11 +34,8 @@ class KernelTimer {
   // fills JIT caches).
   KernelTimer(DirectKernel k, const Halide::Target& target);
 
-  // Up to `reps` runs, stopping early once 5 runs are in and `max_seconds` have passed,
-  // after `warm_s` seconds of runs that are not counted (one at least): a pool of threads
-  // that slept through a compile, and cores in a deep idle state, take longer than that to
-  // come back (the first 10 runs of a 50 us kernel on 16 cores took 0.3 ms each). On a
-  // GPU target each run includes the device synchronization.
+  // time_runs of this kernel; on a GPU target each run includes the device
+  // synchronization.
   KernelTiming time(int reps, double max_seconds, double warm_s = kWarmSeconds);
 
   static constexpr double kWarmSeconds = 0.1;

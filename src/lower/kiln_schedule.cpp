@@ -3,8 +3,10 @@
 #include <chrono>
 #include <sstream>
 
+#include "autoscheduler/autoschedule.h"
 #include "autoscheduler/machine_model.h"
 #include "autoscheduler/search.h"
+#include "autoscheduler/tuning_db.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "lower/default_schedule.h"
@@ -30,31 +32,52 @@ void set_estimates(LoweredGraph& lowered, const SizeEstimates& sizes) {
 
 }  // namespace
 
-void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes) {
-  const auto start = std::chrono::steady_clock::now();
+std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
+                                               const SizeEstimates& sizes) {
   set_estimates(lowered, sizes);
-  const autoschedule::MachineModel machine = autoschedule::machine_model(target);
-  log("schedule", "Kiln: machine " + machine.str());
   // Contractions keep the rules' register tiles and packed operands (on a GPU: matmuls,
   // whose operands the rules store contiguously); the search places everything else around
   // them (reductions per row of their consumers, pointwise chains inlined or stored, loop
   // shapes of the outputs; on a GPU conv2d too).
-  const autoschedule::FixedFuncs fixed = target.has_gpu_feature() ? apply_default_gpu_matmul_schedule(lowered, target)
-                                                                   : apply_default_cpu_contraction_schedule(lowered, target);
-  autoschedule::SearchResult r;
-  try {
-    r = autoschedule::schedule_pipeline(lowered.pipeline(), target, machine, nullptr, &fixed);
-  } catch (const Halide::CompileError& e) {
-    // The search only emits directives it knows Halide accepts; a rejection is kiln's bug.
-    KILN_INTERNAL_ERROR("the Kiln scheduler made a schedule that Halide rejects: ", e.what());
+  return target.has_gpu_feature() ? apply_default_gpu_matmul_schedule(lowered, target)
+                                  : apply_default_cpu_contraction_schedule(lowered, target);
+}
+
+KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes,
+                                 const KilnScheduleOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const autoschedule::FixedFuncs fixed = prepare_kiln_schedule(lowered, target, sizes);
+  const autoschedule::MachineModel machine = autoschedule::machine_model(target);
+  log("schedule", "Kiln: machine " + machine.str());
+  KilnSchedule out;
+  for (const auto& [name, inlined] : fixed) out.fixed.push_back(name);
+  const autoschedule::Knobs* knobs = options.knobs;
+  const std::string db = options.db == "none" ? options.db : autoschedule::tuning_db_path(options.db);
+  std::optional<autoschedule::ScheduleOutcome> tuned;
+  if (!knobs && db != "none") tuned = autoschedule::apply_tuned_entry(lowered.pipeline(), target, machine, db, &fixed);
+  if (tuned) {
+    out.source = tuned->source;
+    out.predicted_s = tuned->predicted_s;
+    out.tuned = true;
+  } else {
+    autoschedule::SearchResult r;
+    try {
+      r = autoschedule::schedule_pipeline(lowered.pipeline(), target, machine, knobs, &fixed);
+    } catch (const Halide::CompileError& e) {
+      // The search only emits directives it knows Halide accepts; a rejection is kiln's bug.
+      KILN_INTERNAL_ERROR("the Kiln scheduler made a schedule that Halide rejects: ", e.what());
+    }
+    // Estimates come from real inputs, so a warning here means a Func the analysis could
+    // not size: worth seeing, not worth failing for.
+    for (const std::string& w : r.warnings) log("schedule", "Kiln: " + w);
+    out.source = r.source;
+    out.predicted_s = r.predicted_s;
   }
-  // Estimates come from real inputs, so a warning here means a Func the analysis could
-  // not size: worth seeing, not worth failing for.
-  for (const std::string& w : r.warnings) log("schedule", "Kiln: " + w);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::ostringstream o;
-  o << "Kiln: predicted " << r.predicted_s * 1e3 << " ms, searched in " << ms << " ms";
+  o << "Kiln: predicted " << out.predicted_s * 1e3 << " ms, searched in " << ms << " ms";
   log("schedule", o.str());
+  return out;
 }
 
 }  // namespace kiln

@@ -5,11 +5,17 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "lower/lower_to_halide.h"
 
 namespace kiln {
+
+namespace autoschedule {
+struct Knobs;  // autoscheduler/search.h (not installed with kiln's headers)
+}  // namespace autoschedule
 
 // Concrete sizes the search plans for, kiln order (dim 0 outermost): one entry per
 // pipeline input and per output. Dynamic dims take the sizes they had when traced.
@@ -20,11 +26,36 @@ struct SizeEstimates {
 // "{0, n0}, {0, n1}, ..." in Halide's dim order (innermost first) for kiln sizes.
 Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes);
 
-// Sets the estimates on the pipeline's inputs and outputs and schedules it with kiln's
-// search (KILN_LOG=schedule,fusion prints each decision). The contractions first get the
+// What apply_kiln_schedule applied.
+struct KilnSchedule {
+  std::string source;        // the search's schedule source: every Func but the fixed ones
+  std::vector<std::string> fixed;  // Funcs that kept the rules' schedules (the contractions)
+  double predicted_s = 0;    // the cost model's time for the whole pipeline
+  bool tuned = false;        // the tuning database's entry was applied
+};
+
+// Sets the estimates on the pipeline's inputs and outputs and gives the contractions the
 // default rules' register tiles (apply_default_cpu_contraction_schedule on a CPU,
-// apply_default_gpu_matmul_schedule for a CUDA target's matmuls) and the search plans the
-// rest.
-void apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes);
+// apply_default_gpu_matmul_schedule for a CUDA target's matmuls): the pipeline as Kiln's
+// search receives it, and what the search must leave alone (autoschedule::FixedFuncs: by
+// Func name, true where left inline). Its fingerprint, taken now, is the pipeline's key in
+// the tuning database.
+std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
+                                               const SizeEstimates& sizes);
+
+struct KilnScheduleOptions {
+  // A candidate's choices (what `kiln tune <model>` times), replacing the cost model's; a
+  // knob that does not fit the pipeline is a kiln::Error.
+  const autoschedule::Knobs* knobs = nullptr;
+  // The tuning database: "" for $KILN_TUNING_DB, else ./kiln_tuning.json; "none": not read.
+  std::string db;
+};
+
+// prepare_kiln_schedule, then kiln's search plans the rest (KILN_LOG=schedule,fusion
+// prints each decision): with knobs, theirs; else the tuning database's entry for this
+// pipeline, target and machine where there is one (KILN_TUNING_DB=none: never); else the
+// cost model's choice.
+KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes,
+                                 const KilnScheduleOptions& options = {});
 
 }  // namespace kiln

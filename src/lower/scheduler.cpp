@@ -18,16 +18,6 @@ std::string joined(const std::vector<std::string>& names) {
   return s;
 }
 
-// What the autoscheduler plans for: the example inputs' sizes (a dynamic dim's traced
-// size is the best guess of the sizes to come) and the outputs' sizes they imply.
-SizeEstimates estimates_from(const Graph& graph, const std::vector<Tensor>& example_inputs) {
-  const SymbolSizes symbols = bind_inputs("Kiln scheduler", graph.input_metas(), example_inputs);
-  SizeEstimates e;
-  for (const Tensor& t : example_inputs) e.inputs.push_back(t.shape().sizes());
-  for (const TensorMeta& m : graph.output_metas()) e.outputs.push_back(concretize(m.shape, symbols));
-  return e;
-}
-
 // Without inputs: the placeholders' own sizes, a guess for the dynamic ones.
 SizeEstimates estimates_from(const Graph& graph) {
   SymbolSizes symbols;
@@ -57,6 +47,14 @@ ScheduleFn schedule_fn(const std::string& scheduler, const std::function<SizeEst
 }
 
 }  // namespace
+
+SizeEstimates estimates_from(const Graph& graph, const std::vector<Tensor>& example_inputs) {
+  const SymbolSizes symbols = bind_inputs("Kiln scheduler", graph.input_metas(), example_inputs);
+  SizeEstimates e;
+  for (const Tensor& t : example_inputs) e.inputs.push_back(t.shape().sizes());
+  for (const TensorMeta& m : graph.output_metas()) e.outputs.push_back(concretize(m.shape, symbols));
+  return e;
+}
 
 const std::vector<std::string>& scheduler_names() {
   static const std::vector<std::string> names = {"default", "Kiln", "rules"};

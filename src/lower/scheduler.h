@@ -12,6 +12,7 @@
 
 #include "graph/graph.h"
 #include "lower/kernel.h"
+#include "lower/kiln_schedule.h"
 
 namespace kiln {
 
@@ -22,6 +23,10 @@ const std::vector<std::string>& scheduler_names();
 void check_scheduler_name(const std::string& name, const std::string& where);
 // The scheduler that `name` means for a target: "default" resolved, any other name as is.
 std::string resolve_default_scheduler(const std::string& name, bool gpu_target);
+// What the autoscheduler plans for `graph` compiled for inputs like `example_inputs`:
+// their sizes (a dynamic dim's traced size is the best guess of the sizes to come) and the
+// outputs' sizes they imply.
+SizeEstimates estimates_from(const Graph& graph, const std::vector<Tensor>& example_inputs);
 // The schedule that `scheduler` (resolved: "Kiln" or "rules") gives `graph` compiled for inputs like `example_inputs`
 // (concrete tensors; their sizes are what the autoscheduler plans for).
 ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph, const std::vector<Tensor>& example_inputs);
