@@ -1,6 +1,10 @@
 #include "cli/generator_args.h"
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "kiln.h"
+#include "lower/scheduler.h"
 #include "lower/target.h"
 
 namespace kiln::cli {
@@ -25,6 +29,24 @@ GeneratorArg parse_generator_arg(const std::string& arg, const std::string& comm
   }
   if (g.name.empty()) user_error(command, ": no generator given; `kiln bench-kernels --filter .` lists them");
   return g;
+}
+
+bool is_model_name(const std::string& name) {
+  const std::vector<std::string> models = apps::model_names();
+  if (std::find(models.begin(), models.end(), name) == models.end()) return false;
+  for (const kernels::GeneratorInfo& g : kernels::generators()) {
+    if (g.name == name || g.name == "kiln_" + name) return false;
+  }
+  return true;
+}
+
+ModelPipeline model_pipeline(const std::string& name) {
+  ModelPipeline p{apps::make_model(name), Graph(), SizeEstimates()};
+  CompileOptions options;
+  options.name = p.model.name;
+  p.graph = trace(p.model.forward, p.model.inputs, options);
+  p.sizes = estimates_from(p.graph, p.model.inputs);
+  return p;
 }
 
 Halide::Target parse_target(const std::string& s, const std::string& command) {

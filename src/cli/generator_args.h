@@ -1,6 +1,7 @@
 // Command-line arguments shared by the commands that take one kernel-library generator
-// (`kiln autoschedule`, `kiln tune`): the generator with its parameters, written as in
-// kiln_add_kernel_library ("unary:op=gelu:dtype=f16"), and a CPU target.
+// or one registered model (`kiln autoschedule`, `kiln tune`): the generator with its
+// parameters, written as in kiln_add_kernel_library ("unary:op=gelu:dtype=f16"), or the
+// model, and a target.
 #pragma once
 
 #include <Halide.h>
@@ -8,6 +9,8 @@
 #include <string>
 
 #include "kernel_spec.h"
+#include "lower/kiln_schedule.h"
+#include "models/models.h"
 
 namespace kiln::cli {
 
@@ -21,5 +24,18 @@ struct GeneratorArg {
 GeneratorArg parse_generator_arg(const std::string& arg, const std::string& command);
 // "host" (this machine's CPU) or a Halide target string; anything else is a user error.
 Halide::Target parse_target(const std::string& s, const std::string& command);
+
+// Whether a bare name means a registered model (apps/models): one that is not also a
+// generator's name ("seed" is both, and means the generator; `--model seed`, the model).
+bool is_model_name(const std::string& name);
+
+// A registered model's forward pass as kiln::compile builds it (and `kiln aot` exports
+// it): traced on its seeded example inputs, with the sizes the Kiln scheduler plans for.
+struct ModelPipeline {
+  apps::Model model;
+  Graph graph;
+  SizeEstimates sizes;
+};
+ModelPipeline model_pipeline(const std::string& name);  // an unknown name lists the models
 
 }  // namespace kiln::cli

@@ -31,16 +31,19 @@ const Command kCommands[] = {
      "      export a registered model (seed, mlp, gpt_block, resnet18) as a static library\n"
      "      with a C entry point, its header, its weights with a C loader, and a README\n"},
     {"autoschedule",
-     "  autoschedule <generator>[:param=value...] [--target host|<Halide target>] [-o FILE]\n"
-     "               [--function NAME] [--db PATH|none]\n"
+     "  autoschedule <generator>[:param=value...]|<model>|--model NAME [--target host|<Halide target>]\n"
+     "               [-o FILE] [--function NAME] [--db PATH|none]\n"
      "      schedule a kernel-library generator with the Kiln autoscheduler (its tuned entry\n"
-     "      when the tuning database has one) and write the schedule file\n"},
+     "      when the tuning database has one) and write the schedule file; for a model\n"
+     "      (seed, mlp, gpt_block, resnet18), the schedule kiln::compile gives its forward\n"
+     "      pass, for reading\n"},
     {"tune",
-     "  tune <generator>[:param=value...] [--target host|host-cuda|<Halide target>]\n"
+     "  tune <generator>[:param=value...]|<model>|--model NAME [--target host|host-cuda|<Halide target>]\n"
      "       [--budget-s S] [--candidates N] [--reps N] [--db PATH]\n"
      "      time the Kiln autoscheduler's best candidates on this machine (its GPU for a\n"
-     "      CUDA target); the fastest goes\n"
-     "      into the tuning database (--db > $KILN_TUNING_DB > ./kiln_tuning.json)\n"},
+     "      CUDA target): a generator at its estimate sizes, a model's forward pass on its\n"
+     "      example inputs; the fastest goes into the tuning database (--db >\n"
+     "      $KILN_TUNING_DB > ./kiln_tuning.json), which kiln::compile and kiln aot read too\n"},
 };
 
 std::string usage() {

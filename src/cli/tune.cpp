@@ -1,8 +1,9 @@
 // kiln tune: the Kiln autoscheduler's best candidates for one kernel-library generator,
 // each compiled and timed on this machine (its CPU, or its GPU for a CUDA target) at the
-// generator's estimate sizes; the fastest
-// goes into the tuning database, where the Kiln plugin (kiln_add_kernel_library(...
-// SCHEDULE Kiln), kiln autoschedule) finds it.
+// generator's estimate sizes, or for one registered model's forward pass on its example
+// inputs; the fastest goes into the tuning database, where the Kiln plugin
+// (kiln_add_kernel_library(... SCHEDULE Kiln), kiln autoschedule) and kiln's graph
+// compiler (kiln::compile and kiln aot with the Kiln scheduler) find it.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -11,10 +12,13 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/generator_args.h"
+#include "common/timing.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "kernel_spec.h"
 #include "kernel_timing.h"
+#include "kiln.h"
+#include "lower/kernel.h"
 #include "tuner.h"
 
 namespace kiln::cli {
@@ -23,6 +27,7 @@ namespace {
 
 struct Args {
   GeneratorArg generator;
+  std::string model;  // or a registered model
   std::string target = "host";
   double budget_s = 60;
   int candidates = 8;
@@ -31,7 +36,8 @@ struct Args {
 };
 
 const char* kOptions =
-    "options: --target host|host-cuda|<Halide target>, --budget-s S, --candidates N, --reps N, --db PATH";
+    "options: --target host|host-cuda|<Halide target>, --budget-s S, --candidates N, --reps N, --db PATH, "
+    "--model NAME (a model that shares a generator's name)";
 
 Args parse(const std::vector<std::string>& args) {
   Args a;
@@ -47,11 +53,15 @@ Args parse(const std::vector<std::string>& args) {
     else if (opt == "--candidates") a.candidates = count_option("tune", opt, value(), 1);
     else if (opt == "--reps") a.reps = count_option("tune", opt, value(), 1);
     else if (opt == "--db") a.db = value();
-    else if (!opt.empty() && opt[0] == '-') user_error("tune: unknown option '", opt, "'; ", kOptions);
-    else if (have_generator) user_error("tune: one generator at a time, not '", opt, "' too");
+    else if (!opt.empty() && opt[0] == '-' && opt != "--model") user_error("tune: unknown option '", opt, "'; ", kOptions);
+    else if (have_generator) user_error("tune: one generator or model at a time, not '", opt, "' too");
+    else if (opt == "--model") a.model = value(), have_generator = true;
+    else if (is_model_name(opt)) a.model = opt, have_generator = true;
     else a.generator = parse_generator_arg(opt, "tune"), have_generator = true;
   }
-  if (!have_generator) user_error("tune: no generator; usage: kiln tune <generator>[:param=value...] ", kOptions);
+  if (!have_generator) {
+    user_error("tune: no generator or model; usage: kiln tune <generator>[:param=value...]|<model> ", kOptions);
+  }
   return a;
 }
 
@@ -75,27 +85,11 @@ void print_summary(const autoschedule::TuneResult& r, const std::string& path) {
               path.c_str());
 }
 
-}  // namespace
-
-int tune(const std::vector<std::string>& argv) {
-  const Args a = parse(argv);
-  const Halide::Target target = parse_target(a.target, "tune");
-  if (target.has_gpu_feature() && !target.has_feature(Halide::Target::CUDA)) {
-    user_error("tune: the Kiln autoscheduler plans CPU and CUDA targets, not ", target.to_string());
-  }
-  if (target.has_feature(Halide::Target::CUDA) && !cuda_available()) {
-    user_error("tune: --target ", a.target, " times its candidates on a CUDA GPU, and none was found here; ",
-               "tune on the machine the kernels will run on");
-  }
+// A candidate of a generator: its pipeline at the estimate sizes, on seeded random inputs.
+autoschedule::TuneResult tune_generator(const Args& a, const Halide::Target& target,
+                                        const autoschedule::MachineModel& machine,
+                                        const autoschedule::TuneOptions& options) {
   const kernels::KernelSpec spec = kernels::make_spec(a.generator.name, a.generator.params);
-  // Fail before timing anything if the result could not be saved.
-  autoschedule::TuningDb db = autoschedule::TuningDb::load(autoschedule::tuning_db_path(a.db));
-  if (!db.warning().empty()) {
-    user_error("tune: the tuning database ", db.path(), " cannot be used (", db.warning(),
-               "); move it away or pass --db PATH");
-  }
-  const autoschedule::MachineModel machine = autoschedule::machine_for(target, {});
-
   auto measure = [&](const autoschedule::Knobs& knobs, double seconds_left) {
     kernels::DirectKernel k = kernels::build_direct(spec);
     const autoschedule::SearchResult s = autoschedule::schedule_pipeline(k.lowered.pipeline(), target, machine, &knobs);
@@ -108,18 +102,85 @@ int tune(const std::vector<std::string>& argv) {
     return autoschedule::Trial{t.min_ms, s.source, [timer, reps] { return timer->time(reps, 1.0, 0.02).median_ms; }};
   };
   kernels::DirectKernel throwaway = kernels::build_direct(spec);
+  return autoschedule::tune(throwaway.lowered.pipeline(), spec.generator, target, machine, options, measure);
+}
+
+// A candidate of a model: its forward pass compiled as kiln::compile compiles it with the
+// Kiln scheduler and the candidate's knobs, run on the model's example inputs (on the GPU
+// for a CUDA target, each run synchronized).
+autoschedule::Trial measure_model(const ModelPipeline& m, const std::vector<Tensor>& inputs,
+                                  const Halide::Target& target, const autoschedule::Knobs& knobs, int reps,
+                                  double seconds_left) {
+  std::string source;
+  KilnScheduleOptions options;
+  options.knobs = &knobs;
+  auto kernel = std::make_shared<Kernel>(m.graph, target, [&](LoweredGraph& l, const Halide::Target& t) {
+    source = apply_kiln_schedule(l, t, m.sizes, options).source;
+  });
+  auto run = [kernel, inputs] {
+    for (const Tensor& t : kernel->run(inputs)) apps::sync(t);
+  };
+  const kernels::KernelTiming t =
+      kernels::time_runs(run, reps, std::max(0.0, seconds_left), kernels::KernelTimer::kWarmSeconds);
+  // As for a generator: the fastest run first, medians in the finalists' rounds.
+  return autoschedule::Trial{t.min_ms, source, [run, reps] { return kernels::time_runs(run, reps, 1.0, 0.02).median_ms; }};
+}
+
+}  // namespace
+
+int tune(const std::vector<std::string>& argv) {
+  const Args a = parse(argv);
+  const Halide::Target target = parse_target(a.target, "tune");
+  if (target.has_gpu_feature() && !target.has_feature(Halide::Target::CUDA)) {
+    user_error("tune: the Kiln autoscheduler plans CPU and CUDA targets, not ", target.to_string());
+  }
+  if (target.has_feature(Halide::Target::CUDA) && !cuda_available()) {
+    user_error("tune: --target ", a.target, " times its candidates on a CUDA GPU, and none was found here; ",
+               "tune on the machine the kernels will run on");
+  }
+  // Fail before timing anything if the result could not be saved.
+  autoschedule::TuningDb db = autoschedule::TuningDb::load(autoschedule::tuning_db_path(a.db));
+  if (!db.warning().empty()) {
+    user_error("tune: the tuning database ", db.path(), " cannot be used (", db.warning(),
+               "); move it away or pass --db PATH");
+  }
+  const autoschedule::MachineModel machine = autoschedule::machine_for(target, {});
   autoschedule::TuneOptions options;
   options.candidates = a.candidates;
   options.budget_s = a.budget_s;
   options.progress = &std::cerr;
-  const autoschedule::TuneResult r =
-      autoschedule::tune(throwaway.lowered.pipeline(), spec.generator, target, machine, options, measure);
+  autoschedule::TuneResult r;
+  if (!a.model.empty()) {
+    const ModelPipeline m = model_pipeline(a.model);
+    std::vector<Tensor> inputs = m.model.inputs;
+    if (target.has_feature(Halide::Target::CUDA)) {
+      for (Tensor& t : inputs) t = t.to(Device::cuda());
+    }
+    // The pipeline as the Kiln scheduler receives it, contractions fixed: its fingerprint
+    // is what a later compile of the model looks up.
+    autoschedule::FixedFuncs fixed;
+    const LoweredGraph throwaway = lower_and_schedule(m.graph, target, [&](LoweredGraph& l, const Halide::Target& t) {
+      fixed = prepare_kiln_schedule(l, t, m.sizes);
+    });
+    options.fixed = &fixed;
+    r = autoschedule::tune(throwaway.pipeline(), m.model.name, target, machine, options,
+                           [&](const autoschedule::Knobs& knobs, double seconds_left) {
+                             return measure_model(m, inputs, target, knobs, a.reps, seconds_left);
+                           });
+  } else {
+    r = tune_generator(a, target, machine, options);
+  }
   // Read again: another tuning run may have saved entries while this one was timing.
   db = autoschedule::TuningDb::load(db.path());
   db.put(r.entry);
   db.save();
   print_summary(r, db.path());
+  if (!a.model.empty()) {
+    std::printf("(predicted: the Funcs the search schedules; the contractions keep the rules' register tiles, "
+                "timed but not predicted)\n");
+  }
   return 0;
 }
+
 
 }  // namespace kiln::cli

@@ -1,4 +1,4 @@
-// `kiln autoschedule` and `kiln tune` on kernel-library generators: the schedule file
+// `kiln autoschedule` and `kiln tune` on kernel-library generators and models: the schedule file
 // autoschedule wrote at build time compiles (it is included here) and schedules the
 // generator's pipeline to the default schedule's results; tune with a tiny budget writes
 // a database entry that the Kiln plugin (and so autoschedule and bench-kernels) applies; bad arguments are kiln::Errors
@@ -59,14 +59,17 @@ struct CommandRun {
   std::string output;  // stdout and stderr
 };
 
-CommandRun run_kiln(const std::string& args) {
+// `kiln args` with `env` ("NAME=value ...") set for it.
+CommandRun run_kiln_with(const std::string& env, const std::string& args) {
   CommandRun r{0, ""};
-  FILE* p = popen((std::string(KILN_CLI) + " " + args + " 2>&1").c_str(), "r");
+  FILE* p = popen((env + " " + std::string(KILN_CLI) + " " + args + " 2>&1").c_str(), "r");
   std::array<char, 4096> buf;
   while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
   r.status = WEXITSTATUS(pclose(p));
   return r;
 }
+
+CommandRun run_kiln(const std::string& args) { return run_kiln_with("", args); }
 
 }  // namespace
 
@@ -122,6 +125,44 @@ TEST(KilnTuneCommand, ATinyBudgetWritesAnEntryThatThePluginUses) {
   EXPECT_EQ(without.status, 0) << without.output;
   EXPECT_EQ(without.output.find("Kiln-tuned"), std::string::npos) << without.output;
   EXPECT_NE(without.output.find("\"impl\": \"Kiln\""), std::string::npos) << without.output;
+}
+
+// A model's forward pass tuned in one process is found by its compiles in others (the
+// database key is the pipeline as the Kiln scheduler receives it, contractions fixed, so
+// it holds across processes and trace names): `kiln autoschedule <model>` says it used
+// the tuned entry, and `kiln models`, compiling with the Kiln scheduler, logs it and still
+// matches eager and the f64 reference.
+TEST(KilnTuneCommand, AModelsTunedEntryIsWhatItsCompilesUse) {
+  kiln::as_test::TempDir dir;
+  const std::string db_path = dir.file("db.json");
+  const CommandRun r = run_kiln("tune gpt_block --budget-s 2 --candidates 3 --reps 2 --db " + db_path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("gpt_block: best"), std::string::npos) << r.output;
+  const as::TuningDb db = as::TuningDb::load(db_path);
+  ASSERT_EQ(db.entries().size(), 1u);
+  const as::TuningEntry& e = db.entries()[0];
+  EXPECT_EQ(e.generator, "gpt_block");
+  EXPECT_GT(e.measured_ms, 0);
+  EXPECT_FALSE(e.knobs.empty());
+
+  const CommandRun tuned = run_kiln("autoschedule gpt_block --db " + db_path + " -o " + dir.file("t.h"));
+  ASSERT_EQ(tuned.status, 0) << tuned.output;
+  EXPECT_NE(tuned.output.find("(tuned entry)"), std::string::npos) << tuned.output;
+  const std::string file = kiln::as_test::read_text(dir.file("t.h"));
+  EXPECT_NE(file.find("tuned entry " + e.fingerprint), std::string::npos) << file;
+  EXPECT_NE(file.find("inline void apply_schedule_gpt_block_cpu("), std::string::npos) << file;
+  EXPECT_NE(file.find("register tiles kept: "), std::string::npos) << file;
+  const CommandRun model = run_kiln("autoschedule gpt_block --db none -o " + dir.file("m.h"));
+  EXPECT_NE(model.output.find("(cost model)"), std::string::npos) << model.output;
+
+  const CommandRun compiled = run_kiln_with("KILN_TUNING_DB=" + db_path + " KILN_LOG=schedule",
+                                            "models --filter gpt_block --reps 1");
+  EXPECT_EQ(compiled.status, 0) << compiled.output;  // 1 where compiled and eager or reference disagree
+  EXPECT_NE(compiled.output.find("using the tuned entry for gpt_block (" + e.fingerprint), std::string::npos)
+      << compiled.output;
+  const CommandRun none = run_kiln_with("KILN_TUNING_DB=none KILN_LOG=schedule", "models --filter gpt_block --reps 1");
+  EXPECT_EQ(none.status, 0) << none.output;
+  EXPECT_EQ(none.output.find("using the tuned entry"), std::string::npos) << none.output;
 }
 
 // bench-kernels starts every schedule of a generator, in --processes children each, then
@@ -201,7 +242,9 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
   kiln::as_test::write_text(corrupt, "{\"format\": \"kiln-tuning-db\"");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"tune nosuch", "unknown kernel generator 'nosuch'; the kernel library has: kiln_seed"},
-      {"tune", "no generator; usage: kiln tune <generator>"},
+      {"tune", "no generator or model; usage: kiln tune <generator>"},
+      {"tune --model nosuch", "unknown model 'nosuch'"},
+      {"tune resnet18 mlp", "one generator or model at a time, not 'mlp' too"},
       {"tune softmax --budget-s zero", "--budget-s takes a positive number, not 'zero'"},
       {"tune softmax --reps 2.5", "tune: --reps takes a whole number of at least 1, not '2.5'"},
       {"bench-kernels --processes two", "bench-kernels: --processes takes a whole number of at least 1, not 'two'"},
@@ -221,7 +264,8 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"tune softmax --db " + corrupt, "the tuning database " + corrupt + " cannot be used"},
       {"autoschedule softmax --target host-opencl", "has another GPU API"},
       {"autoschedule softmax -o /no/such/folder/x.h --db none", "cannot write /no/such/folder/x.h"},
-      {"autoschedule", "no generator; usage: kiln autoschedule"},
+      {"autoschedule", "no generator or model; usage: kiln autoschedule"},
+      {"autoschedule --model", "--model needs a value"},
   };
   for (const auto& [args, message] : cases) {
     const CommandRun r = run_kiln(args);
