@@ -2,7 +2,7 @@
 // database entry when there is one, else the cost model), its schedule written as a
 // schedule file in the schedules/ format, ready to be copied there and tuned by hand; or
 // on one registered model's forward pass, the schedule kiln::compile gives it, written
-// the same way for reading.
+// the same way, to be applied with kiln::scheduled_backend.
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -71,8 +71,8 @@ void write_file(const std::string& file, const std::string& text) {
 
 // A model's forward pass, lowered as kiln::compile lowers it, scheduled by the Kiln
 // scheduler (its tuned entry where the database has one). Its contractions keep the rules'
-// register tiles, which the file names but does not hold: kiln has no hook yet to apply a
-// hand-edited schedule to a compiled model, so the file is for reading.
+// register tiles, which the file names but does not hold: kiln::scheduled_backend gives
+// them those tiles again before it calls the file's function.
 int autoschedule_model(const Args& a, const Halide::Target& target) {
   const ModelPipeline m = model_pipeline(a.model);
   KilnScheduleOptions options;
@@ -92,7 +92,7 @@ int autoschedule_model(const Args& a, const Halide::Target& target) {
   write_file(file, autoschedule::schedule_header(
                        function, body, target,
                        "Schedule for model " + m.model.name + "'s forward pass (as kiln::compile lowers it) by the Kiln "
-                       "autoscheduler (kiln autoschedule), for reading.\n// Scheduled before it by kiln's rules "
+                       "autoscheduler (kiln autoschedule);\n// apply it with kiln::scheduled_backend. Scheduled before it by kiln's rules "
                        "(lower/default_schedule.h), register tiles kept: " + (fixed.empty() ? "(none)" : fixed)));
   std::cout << m.model.name << ": predicted " << s.predicted_s * 1e3 << " ms" << (s.tuned ? " (tuned entry)" : " (cost model)")
             << ", lowered and scheduled in " << ms << " ms; wrote " << file << " (" << function << ")\n";

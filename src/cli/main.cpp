@@ -36,7 +36,7 @@ const Command kCommands[] = {
      "      schedule a kernel-library generator with the Kiln autoscheduler (its tuned entry\n"
      "      when the tuning database has one) and write the schedule file; for a model\n"
      "      (seed, mlp, gpt_block, resnet18), the schedule kiln::compile gives its forward\n"
-     "      pass, for reading\n"},
+     "      pass, to be applied with kiln::scheduled_backend\n"},
     {"tune",
      "  tune <generator>[:param=value...]|<model>|--model NAME [--target host|host-cuda|<Halide target>]\n"
      "       [--budget-s S] [--candidates N] [--reps N] [--db PATH]\n"

@@ -156,6 +156,31 @@ Backend halide_backend(const std::string& target, const std::string& name) {
   };
 }
 
+Backend scheduled_backend(const std::string& target, PipelineSchedule schedule) {
+  const Halide::Target t = parse_target(target);  // a bad target fails here, not on the first call
+  if (!schedule) user_error("scheduled_backend: no schedule function given");
+  return [t, schedule](Graph& graph, const std::vector<Tensor>& example_inputs) -> CompiledGraphFn {
+    const SizeEstimates sizes = estimates_from(graph, example_inputs);
+    auto apply = [&](LoweredGraph& lowered, const Halide::Target& target) {
+      prepare_kiln_schedule(lowered, target, sizes);
+      try {
+        schedule(lowered.pipeline(), target);
+      } catch (const Halide::Error& e) {
+        user_error("scheduled_backend: the schedule does not fit this graph's pipeline (", e.what(),
+                   "); write it again with `kiln autoschedule` for this model and these sizes");
+      }
+    };
+    std::shared_ptr<Kernel> kernel;
+    try {
+      kernel = std::make_shared<Kernel>(graph, t, apply);
+    } catch (const Halide::Error& e) {
+      user_error("scheduled_backend: Halide rejects the schedule for this graph's pipeline (", e.what(),
+                 "); write it again with `kiln autoschedule` for this model and these sizes");
+    }
+    return [kernel](const std::vector<Tensor>& in) { return kernel->run(in); };
+  };
+}
+
 Backend debug_backend(const std::string& dot_path) {
   return [dot_path](Graph& graph, const std::vector<Tensor>&) -> CompiledGraphFn {
     std::cout << "Captured graph:\n" << graph.str() << std::flush;

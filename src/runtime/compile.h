@@ -23,6 +23,11 @@
 #include "core/fn_traits.h"
 #include "graph/graph.h"
 
+namespace Halide {
+class Pipeline;
+struct Target;
+}  // namespace Halide
+
 namespace kiln {
 
 using CompiledGraphFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
@@ -53,6 +58,19 @@ struct CompileOptions {
 // kiln's own backend for a target, with a scheduler named as in CompileOptions::scheduler
 // ("default", "Kiln" or "rules").
 Backend halide_backend(const std::string& target = "host", const std::string& scheduler = "default");
+// A schedule written for one pipeline: a function of a schedule file (`kiln autoschedule
+// <model> --function NAME -o FILE`, then edited by hand).
+using PipelineSchedule = std::function<void(Halide::Pipeline pipeline, Halide::Target target)>;
+// kiln's own backend with a hand-written schedule: the graph is lowered as for the Kiln
+// scheduler (estimates from the call's inputs, the contractions given the rules' register
+// tiles, which the file does not hold), then `schedule` schedules the rest in place of the
+// search. A schedule that does not fit the pipeline (a Func index it lacks, a directive
+// Halide rejects) is a kiln::Error saying so.
+//
+//   #include "resnet18.schedule.h"
+//   kiln::CompileOptions o;
+//   o.backend = kiln::scheduled_backend("host", apply_schedule_resnet18_cpu);
+Backend scheduled_backend(const std::string& target, PipelineSchedule schedule);
 // The seed's debug_backend: prints the graph, writes it as Graphviz to `dot_path` (if not
 // empty), and runs it with the eager interpreter.
 Backend debug_backend(const std::string& dot_path = "");

@@ -23,6 +23,9 @@
 // Written by `kiln autoschedule <gen> --function apply_schedule_cli_<gen>` at build time.
 #include "kiln_cli_matmul.schedule.h"
 #include "kiln_cli_softmax.schedule.h"
+// `kiln autoschedule gpt_block --function apply_schedule_cli_gpt_block`, the model's.
+#include "kiln_cli_model_gpt_block.schedule.h"
+#include "models/models.h"
 
 namespace as = kiln::autoschedule;
 namespace kk = kiln::kernels;
@@ -83,6 +86,35 @@ TEST(KilnAutoscheduleCommand, WrittenScheduleFilesCompileAndScheduleTheirGenerat
         run_generator(gen, [&](kk::DirectKernel& k) { kiln::apply_default_schedule(k.lowered, host); });
     // Matmul sums 1024 products in another order under register tiles: rounding only.
     EXPECT_LE(max_rel_diff(with_file, with_default), 1e-4) << gen;
+  }
+}
+
+// A model's schedule file, included back, schedules the model compiled again through
+// scheduled_backend, to eager's results; one that does not fit its pipeline is a kiln::Error.
+TEST(KilnAutoscheduleCommand, AModelsScheduleFileSchedulesTheModelCompiledAgain) {
+  const kiln::apps::Model m = kiln::apps::make_model("gpt_block");
+  int applied = 0;
+  kiln::CompileOptions o;
+  o.backend = kiln::scheduled_backend("host", [&](Halide::Pipeline p, Halide::Target t) {
+    ++applied;
+    apply_schedule_cli_gpt_block(p, t);
+  });
+  auto f = kiln::compile(m.forward, o);
+  const kiln::Tensor got = f(m.inputs)[0], want = m.forward(m.inputs)[0];
+  EXPECT_EQ(applied, 1);
+  EXPECT_TRUE(kiln::allclose(got, want, 1e-4, 1e-5)) << kiln::max_abs_diff(got, want);
+
+  kiln::CompileOptions stale;
+  stale.backend = kiln::scheduled_backend("host", [](Halide::Pipeline p, Halide::Target) {
+    p.get_func(100000).compute_root();
+  });
+  auto g = kiln::compile(m.forward, stale);
+  try {
+    g(m.inputs);
+    ADD_FAILURE() << "a schedule for another pipeline was accepted";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the schedule does not fit this graph's pipeline"), std::string::npos)
+        << e.what();
   }
 }
 
