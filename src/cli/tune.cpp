@@ -182,5 +182,4 @@ int tune(const std::vector<std::string>& argv) {
   return 0;
 }
 
-
 }  // namespace kiln::cli

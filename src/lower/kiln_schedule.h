@@ -28,10 +28,10 @@ Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes);
 
 // What apply_kiln_schedule applied.
 struct KilnSchedule {
-  std::string source;        // the search's schedule source: every Func but the fixed ones
+  std::string source;              // the search's schedule source: every Func but the fixed ones
   std::vector<std::string> fixed;  // Funcs that kept the rules' schedules (the contractions)
-  double predicted_s = 0;    // the cost model's time for the whole pipeline
-  bool tuned = false;        // the tuning database's entry was applied
+  double predicted_s = 0;          // the cost model's time for the Funcs the search scheduled
+  bool tuned = false;              // the tuning database's entry was applied
 };
 
 // Sets the estimates on the pipeline's inputs and outputs and gives the contractions the
