@@ -50,6 +50,7 @@ Args parse(const std::vector<std::string>& args) {
     else if (args[i] == "--model") a.model = value(), have_generator = true;
     else if (is_model_name(args[i])) a.model = args[i], have_generator = true;
     else a.generator = parse_generator_arg(args[i], "autoschedule"), have_generator = true;
+    if (!a.generator.name.empty()) check_generator_or_model(a.generator.name, "autoschedule");
   }
   if (!have_generator) {
     user_error("autoschedule: no generator or model; usage: kiln autoschedule <generator>[:param=value...]|<model> ",

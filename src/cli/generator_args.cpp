@@ -40,6 +40,16 @@ bool is_model_name(const std::string& name) {
   return true;
 }
 
+void check_generator_or_model(const std::string& name, const std::string& command) {
+  std::string generators, models;
+  for (const kernels::GeneratorInfo& g : kernels::generators()) {
+    if (g.name == name || g.name == "kiln_" + name) return;
+    generators += (generators.empty() ? "" : ", ") + g.name;
+  }
+  for (const std::string& m : apps::model_names()) models += (models.empty() ? "" : ", ") + m;
+  user_error(command, ": '", name, "' is neither a kernel generator (", generators, ") nor a model (", models, ")");
+}
+
 ModelPipeline model_pipeline(const std::string& name) {
   ModelPipeline p{apps::make_model(name), Graph(), SizeEstimates()};
   CompileOptions options;

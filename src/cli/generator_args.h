@@ -25,6 +25,10 @@ GeneratorArg parse_generator_arg(const std::string& arg, const std::string& comm
 // "host" (this machine's CPU) or a Halide target string; anything else is a user error.
 Halide::Target parse_target(const std::string& s, const std::string& command);
 
+// A user error where `name` ("unary", "kiln_unary") is neither a generator nor a model:
+// both lists, so the message says what would be right.
+void check_generator_or_model(const std::string& name, const std::string& command);
+
 // Whether a bare name means a registered model (apps/models): one that is not also a
 // generator's name ("seed" is both, and means the generator; `--model seed`, the model).
 bool is_model_name(const std::string& name);

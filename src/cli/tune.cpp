@@ -58,6 +58,7 @@ Args parse(const std::vector<std::string>& args) {
     else if (opt == "--model") a.model = value(), have_generator = true;
     else if (is_model_name(opt)) a.model = opt, have_generator = true;
     else a.generator = parse_generator_arg(opt, "tune"), have_generator = true;
+    if (!a.generator.name.empty()) check_generator_or_model(a.generator.name, "tune");
   }
   if (!have_generator) {
     user_error("tune: no generator or model; usage: kiln tune <generator>[:param=value...]|<model> ", kOptions);
@@ -150,6 +151,7 @@ int tune(const std::vector<std::string>& argv) {
   options.budget_s = a.budget_s;
   options.progress = &std::cerr;
   autoschedule::TuneResult r;
+  bool fixed_funcs = false;
   if (!a.model.empty()) {
     const ModelPipeline m = model_pipeline(a.model);
     std::vector<Tensor> inputs = m.model.inputs;
@@ -163,6 +165,7 @@ int tune(const std::vector<std::string>& argv) {
       fixed = prepare_kiln_schedule(l, t, m.sizes);
     });
     options.fixed = &fixed;
+    fixed_funcs = !fixed.empty();
     r = autoschedule::tune(throwaway.pipeline(), m.model.name, target, machine, options,
                            [&](const autoschedule::Knobs& knobs, double seconds_left) {
                              return measure_model(m, inputs, target, knobs, a.reps, seconds_left);
@@ -175,7 +178,7 @@ int tune(const std::vector<std::string>& argv) {
   db.put(r.entry);
   db.save();
   print_summary(r, db.path());
-  if (!a.model.empty()) {
+  if (fixed_funcs) {
     std::printf("(predicted: the Funcs the search schedules; the contractions keep the rules' register tiles, "
                 "timed but not predicted)\n");
   }

@@ -273,7 +273,8 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
   const std::string corrupt = dir.file("corrupt.json");
   kiln::as_test::write_text(corrupt, "{\"format\": \"kiln-tuning-db\"");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"tune nosuch", "unknown kernel generator 'nosuch'; the kernel library has: kiln_seed"},
+      {"tune nosuch", "'nosuch' is neither a kernel generator (kiln_seed, "},
+      {"autoschedule nosuch", "nor a model (seed, mlp, gpt_block, resnet18)"},
       {"tune", "no generator or model; usage: kiln tune <generator>"},
       {"tune --model nosuch", "unknown model 'nosuch'"},
       {"tune resnet18 mlp", "one generator or model at a time, not 'mlp' too"},
