@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "search.h"  // stable_name
+
 namespace kiln::autoschedule {
 
 using namespace Halide;
@@ -224,6 +226,41 @@ double FuncInfo::reduction_trips() const {
   return p;
 }
 
+// The Funcs a Function's definitions call, in the order the calls appear.
+class CallsInOrder : public IRVisitor {
+ public:
+  std::vector<std::string> names;
+
+ private:
+  using IRVisitor::visit;
+  void visit(const Call* op) override {
+    IRVisitor::visit(op);
+    if (op->call_type == Call::Halide && op->func.defined()) names.push_back(op->name);
+  }
+};
+
+// PipelineInfo::keys: see analysis.h.
+std::map<std::string, std::string> knob_keys(const std::vector<Function>& outputs,
+                                             const std::map<std::string, Function>& env) {
+  std::map<std::string, std::string> keys;
+  std::map<std::string, int> seen;  // stable name -> Funcs of that name so far
+  std::vector<std::string> stack;
+  for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.push_back(it->name());
+  while (!stack.empty()) {
+    const std::string name = stack.back();
+    stack.pop_back();
+    if (keys.count(name) || !env.count(name)) continue;
+    const std::string base = stable_name(name);
+    const int n = ++seen[base];
+    keys[name] = n == 1 ? base : base + "#" + std::to_string(n);
+    CallsInOrder calls;
+    const Function& f = env.at(name);
+    f.accept(&calls);
+    for (auto c = calls.names.rbegin(); c != calls.names.rend(); ++c) stack.push_back(*c);
+  }
+  return keys;
+}
+
 PipelineInfo analyze(const Pipeline& pipeline) {
   PipelineInfo info;
   std::vector<Function> outputs;
@@ -234,6 +271,7 @@ PipelineInfo analyze(const Pipeline& pipeline) {
     for (const auto& [name, f] : find_transitive_calls(out.function())) env.emplace(name, f);
   }
   info.order = topological_order(outputs, env);
+  info.keys = knob_keys(outputs, env);
 
   for (const std::string& name : info.order) {
     const Function& f = env.at(name);

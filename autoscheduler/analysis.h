@@ -59,7 +59,14 @@ struct PipelineInfo {
   std::vector<std::string> order;  // topological: producers first (pipeline.get_func order)
   std::map<std::string, FuncInfo> funcs;
   std::vector<std::string> warnings;  // missing estimates and the defaults used instead
+  // Each Func's name in knobs: its stable_name, unique within the pipeline. Funcs of one
+  // name (a model's every relu: "relu", "relu$7", ... within a process) are numbered
+  // "relu", "relu#2", "relu#3" in the order a walk from the outputs reaches them, calls
+  // in the order their definitions make them: the same in every process that builds the
+  // same pipeline, whatever other Funcs it made first.
+  std::map<std::string, std::string> keys;
   const FuncInfo& at(const std::string& name) const { return funcs.at(name); }
+  const std::string& key(const std::string& name) const { return keys.at(name); }
 };
 
 // Extent assumed for a dimension without an estimate.

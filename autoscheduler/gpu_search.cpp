@@ -91,7 +91,7 @@ struct GpuSearch {
   template <class T, class Predict>
   std::pair<T, GpuPrediction> choose(const std::string& func, std::vector<std::pair<T, GpuPrediction>> scored,
                                      std::map<std::string, T> Knobs::*field, const Predict& predict) {
-    const std::string key = stable_name(func);
+    const std::string key = info.key(func);
     std::pair<T, GpuPrediction> chosen = scored[first_best(scored)];
     if (knobs) {
       auto it = (knobs->*field).find(key);
@@ -124,7 +124,7 @@ struct GpuSearch {
     if (!knobs) return;
     auto func_named = [&](const std::string& key, const char* kind, auto fits) -> const FuncInfo& {
       for (const auto& [name, f] : info.funcs) {
-        if (stable_name(name) == key && !is_fixed(name) && fits(f)) return f;
+        if (info.key(name) == key && !is_fixed(name) && fits(f)) return f;
       }
       user_error("tuning knobs: ", key, " is not ", kind, " in this pipeline (re-run kiln tune for this pipeline)");
     };

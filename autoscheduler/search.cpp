@@ -197,7 +197,7 @@ struct Search {
   // knob overrides.
   int loop_lanes(const FuncInfo& f, double scalar_cycles) {
     const int vw = lanes(f);
-    const std::string key = stable_name(f.name);
+    const std::string key = info.key(f.name);
     const auto knob = knobs ? knobs->lanes.find(key) : std::map<std::string, int>::const_iterator{};
     const bool given = knobs && knob != knobs->lanes.end();
     if (!given && (scalar_cycles <= 0 || vw < 16)) return vw;
@@ -297,11 +297,11 @@ struct Search {
       }
     }
     const Fusion fusion = options[chosen].first;
-    result.knobs.fusion[stable_name(f.name)] = fusion;
+    result.knobs.fusion[info.key(f.name)] = fusion;
     for (const auto& [other, pred] : options) {
       if (other == fusion) continue;
       Knobs change;
-      change.fusion[stable_name(f.name)] = other;
+      change.fusion[info.key(f.name)] = other;
       alternatives.push_back({f.name, change, pred.total_s - options[chosen].second.total_s});
     }
     p.where = fusion == Fusion::Inline ? Where::Inline : fusion == Fusion::Root ? Where::Root : Where::AtRow;
@@ -379,7 +379,7 @@ struct Search {
       } else {
         // Other knobs can take its consumers off one output's rows (a consumer moved to
         // root): a knob asking for rows then yields to them.
-        result.knobs.fusion[stable_name(f.name)] = Fusion::Root;
+        result.knobs.fusion[info.key(f.name)] = Fusion::Root;
         if (k == Fusion::PerRow) {
           decide("fusion", f.name + ": at root although a knob asks for per row: its consumers are not one output's rows");
         }
@@ -427,10 +427,10 @@ struct Search {
       if (c.tiling == chosen.tiling) continue;
       if (count_alternatives(f.name) >= kAlternativesPerDecision) break;
       Knobs change;
-      change.tiles[stable_name(f.name)] = c.tiling;
+      change.tiles[info.key(f.name)] = c.tiling;
       alternatives.push_back({f.name, change, c.prediction.total_s - chosen.prediction.total_s});
     }
-    result.knobs.tiles[stable_name(f.name)] = chosen.tiling;
+    result.knobs.tiles[info.key(f.name)] = chosen.tiling;
     return chosen;
   }
 
@@ -453,13 +453,13 @@ struct Search {
 
   std::optional<ContractionTiling> knob_tile(const std::string& func) const {
     if (!knobs) return std::nullopt;
-    auto it = knobs->tiles.find(stable_name(func));
+    auto it = knobs->tiles.find(info.key(func));
     return it == knobs->tiles.end() ? std::nullopt : std::optional(it->second);
   }
 
   std::optional<Fusion> knob_fusion(const std::string& func) const {
     if (!knobs) return std::nullopt;
-    auto it = knobs->fusion.find(stable_name(func));
+    auto it = knobs->fusion.find(info.key(func));
     return it == knobs->fusion.end() ? std::nullopt : std::optional(it->second);
   }
 
@@ -468,10 +468,10 @@ struct Search {
   // `drops_band`: a Func that `other` leaves without rows to band (see Alternative).
   void record_fusion(const FuncInfo& f, Fusion chosen, Fusion other, double extra_s,
                      const std::string& drops_band = "") {
-    result.knobs.fusion[stable_name(f.name)] = chosen;
+    result.knobs.fusion[info.key(f.name)] = chosen;
     Knobs change;
-    change.fusion[stable_name(f.name)] = other;
-    alternatives.push_back({f.name, change, extra_s, drops_band.empty() ? "" : stable_name(drops_band)});
+    change.fusion[info.key(f.name)] = other;
+    alternatives.push_back({f.name, change, extra_s, drops_band.empty() ? "" : info.key(drops_band)});
   }
 
   // A fusion knob for `f` (if any) that must be one of `allowed`; a kiln::Error otherwise.
@@ -484,13 +484,13 @@ struct Search {
     }
     std::string names;
     for (Fusion a : allowed) names += std::string(names.empty() ? "'" : " or '") + fusion_name(a) + "'";
-    user_error("tuning knobs: ", stable_name(f.name), " cannot be placed '", fusion_name(*k), "' (", why,
+    user_error("tuning knobs: ", info.key(f.name), " cannot be placed '", fusion_name(*k), "' (", why,
                "); it can be ", names, " (re-run kiln tune for this pipeline)");
   }
 
   std::optional<int> knob_band(const std::string& func) const {
     if (!knobs) return std::nullopt;
-    auto it = knobs->bands.find(stable_name(func));
+    auto it = knobs->bands.find(info.key(func));
     return it == knobs->bands.end() ? std::nullopt : std::optional(it->second);
   }
 
@@ -506,14 +506,13 @@ struct Search {
            !is_fixed(f.name);
   }
 
-  // The Func a knob names (by stable name) that `fits`, or nullptr.
+  // The Func a knob names (by its key, PipelineInfo::keys) that `fits`, or nullptr.
   template <typename Fits>
-  const FuncInfo* knob_func(const std::string& stable, Fits fits) const {
-    const FuncInfo* found = nullptr;
+  const FuncInfo* knob_func(const std::string& key, Fits fits) const {
     for (const auto& [name, fi] : info.funcs) {
-      if (stable_name(name) == stable && fits(fi)) found = &fi;
+      if (info.key(name) == key && fits(fi)) return &fi;
     }
-    return found;
+    return nullptr;
   }
 
   void check_knobs() const {
@@ -522,7 +521,7 @@ struct Search {
       const FuncInfo* f = nullptr;
       for (const auto* set : {&tiles, &root_tiles}) {
         for (const auto& [key, tc] : *set) {
-          if (stable_name(tc.func) == func) f = &info.at(tc.func);
+          if (info.key(tc.func) == func) f = &info.at(tc.func);
         }
       }
       if (!f) {
@@ -570,7 +569,7 @@ struct Search {
   std::string tiled_names() const {
     std::string s;
     for (const auto* set : {&tiles, &root_tiles}) {
-      for (const auto& [key, tc] : *set) s += (s.empty() ? "" : ", ") + stable_name(tc.func);
+      for (const auto& [key, tc] : *set) s += (s.empty() ? "" : ", ") + info.key(tc.func);
     }
     return s.empty() ? "(none)" : s;
   }
@@ -651,10 +650,10 @@ struct Search {
     for (const auto& [band, pr] : runner_ups) {
       if (band == chosen.first) continue;
       Knobs change;
-      change.bands[stable_name(func)] = band;
+      change.bands[info.key(func)] = band;
       alternatives.push_back({func, change, pr.total_s - chosen.second.total_s});
     }
-    result.knobs.bands[stable_name(func)] = chosen.first;
+    result.knobs.bands[info.key(func)] = chosen.first;
     result.predicted_s += chosen.second.total_s;
     return chosen;
   }

@@ -52,8 +52,9 @@ struct GpuRowTiling {
 };
 
 // A Func's name without the "$<n>" suffixes Halide adds to keep names unique within a
-// process: "matmul_acc$9" -> "matmul_acc". Knobs and fingerprints use it, so that they
-// hold across processes that built other Funcs first.
+// process: "matmul_acc$9" -> "matmul_acc". Fingerprints use it, and knobs (numbered
+// where several Funcs share one: PipelineInfo::keys), so that they hold across processes
+// that built other Funcs first.
 std::string stable_name(const std::string& name);
 
 // Where the CPU search computes a Func that it could compute elsewhere: a pointwise Func

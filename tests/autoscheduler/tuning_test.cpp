@@ -7,12 +7,18 @@
 #include <algorithm>
 #include <cctype>
 #include <memory>
+#include <sstream>
 
+#include "analysis.h"
 #include "autoschedule.h"
 #include "core/error.h"
 #include "tuner.h"
 #include "fingerprint.h"
 #include "kernel_spec.h"
+#include "kiln.h"
+#include "lower/kernel.h"
+#include "lower/scheduler.h"
+#include "models/models.h"
 #include "schedule_writer.h"
 #include "search.h"
 #include "temp_dir.h"
@@ -514,4 +520,35 @@ TEST(Tuning, HalfWidthLibmLoopsComputeTheSameResults) {
   eight.lanes["out"] = 8;
   const Halide::Buffer<float> got = run(&eight), want = run(nullptr);
   for (int i = 0; i < got.width(); ++i) ASSERT_EQ(got(i), want(i)) << "x[" << i << "]";
+}
+
+// A model repeats Funcs of one name (gpt_block's two layer norms, its adds): their knobs
+// are numbered ("layer_norm_sum#2") in an order that depends only on the pipeline's
+// structure, so a knob names the same Func in a process that built other Funcs first.
+// Without the numbers, one knob set both layer norms' bands and candidates repeated.
+TEST(Tuning, KnobKeysOfRepeatedFuncsHoldWhateverTheProcessMadeBefore) {
+  auto keys = [] {
+    const kiln::apps::Model m = kiln::apps::make_model("gpt_block");
+    const kiln::Graph g = kiln::trace(m.forward, m.inputs);
+    const kiln::SizeEstimates sizes = kiln::estimates_from(g, m.inputs);
+    std::map<std::string, std::string> out;  // key -> its Func's stable name and extents
+    size_t funcs = 0;
+    kiln::lower_and_schedule(g, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
+      kiln::prepare_kiln_schedule(l, t, sizes);
+      const as::PipelineInfo info = as::analyze(l.pipeline());
+      for (const auto& [name, f] : info.funcs) {
+        std::ostringstream d;
+        d << as::stable_name(name);
+        for (int64_t e : f.extents) d << " " << e;
+        out[info.key(name)] = d.str();
+      }
+      funcs = info.funcs.size();
+    });
+    EXPECT_EQ(out.size(), funcs) << "two Funcs share a key";
+    return out;
+  };
+  const std::map<std::string, std::string> first = keys();
+  EXPECT_TRUE(first.count("layer_norm_sum") && first.count("layer_norm_sum#2"));
+  kiln::apps::make_model("mlp").forward(kiln::apps::make_model("mlp").inputs);  // other Funcs, other "$n"
+  EXPECT_EQ(keys(), first);
 }
