@@ -261,15 +261,41 @@ std::map<std::string, std::string> knob_keys(const std::vector<Function>& output
   return keys;
 }
 
-PipelineInfo analyze(const Pipeline& pipeline) {
-  PipelineInfo info;
-  std::vector<Function> outputs;
-  std::map<std::string, Function> env;
+namespace {
+
+// The pipeline's outputs and every Function they call, by name.
+void outputs_and_env(const Pipeline& pipeline, std::vector<Function>& outputs, std::map<std::string, Function>& env) {
   for (const Func& out : pipeline.outputs()) {
     outputs.push_back(out.function());
     env.emplace(out.name(), out.function());
     for (const auto& [name, f] : find_transitive_calls(out.function())) env.emplace(name, f);
   }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> func_keys(const Pipeline& pipeline) {
+  std::vector<Function> outputs;
+  std::map<std::string, Function> env;
+  outputs_and_env(pipeline, outputs, env);
+  return knob_keys(outputs, env);
+}
+
+std::vector<std::string> keys_by_index(const Pipeline& pipeline) {
+  std::vector<Function> outputs;
+  std::map<std::string, Function> env;
+  outputs_and_env(pipeline, outputs, env);
+  const std::map<std::string, std::string> keys = knob_keys(outputs, env);
+  std::vector<std::string> out;
+  for (const std::string& name : topological_order(outputs, env)) out.push_back(keys.at(name));
+  return out;
+}
+
+PipelineInfo analyze(const Pipeline& pipeline) {
+  PipelineInfo info;
+  std::vector<Function> outputs;
+  std::map<std::string, Function> env;
+  outputs_and_env(pipeline, outputs, env);
   info.order = topological_order(outputs, env);
   info.keys = knob_keys(outputs, env);
 

@@ -73,6 +73,10 @@ struct PipelineInfo {
 constexpr int64_t kDefaultExtent = 256;
 
 PipelineInfo analyze(const Halide::Pipeline& pipeline);
+// PipelineInfo::keys alone (Func name -> key), without the analysis.
+std::map<std::string, std::string> func_keys(const Halide::Pipeline& pipeline);
+// The keys in pipeline.get_func order (PipelineInfo::order).
+std::vector<std::string> keys_by_index(const Halide::Pipeline& pipeline);
 
 // Whether `f` is `h`'s rows reduced: h's extents without the innermost (1: f's dim 0 is
 // the row), or with the innermost kept as 1 (2: f's dim 1 is), else 0.

@@ -90,11 +90,15 @@ int autoschedule_model(const Args& a, const Halide::Target& target) {
   const std::string function = function_name(a, m.model.name, target);
   std::string body = s.source;
   if (!s.tuned) body = "    // Kiln autoscheduler (cost model); predicted " + std::to_string(s.predicted_s * 1e3) + " ms\n" + body;
-  write_file(file, autoschedule::schedule_header(
-                       function, body, target,
-                       "Schedule for model " + m.model.name + "'s forward pass (as kiln::compile lowers it) by the Kiln "
-                       "autoscheduler (kiln autoschedule);\n// apply it with kiln::scheduled_backend. Scheduled before it by kiln's rules "
-                       "(lower/default_schedule.h), register tiles kept: " + (fixed.empty() ? "(none)" : fixed)));
+  std::string text = autoschedule::schedule_header(
+      function, body, target,
+      "Schedule for model " + m.model.name + "'s forward pass (as kiln::compile lowers it) by the Kiln autoscheduler "
+      "(kiln autoschedule);\n// apply it with kiln::scheduled_backend. Scheduled before it by kiln's rules "
+      "(lower/default_schedule.h), register tiles kept: " + (fixed.empty() ? "(none)" : fixed));
+  // Its Funcs are found by key (kiln::pipeline_func): get_func's order changes from process to process.
+  const std::string halide = "#include \"Halide.h\"\n";
+  text.replace(text.find(halide), halide.size(), halide + "#include \"lower/kiln_schedule.h\"  // kiln::pipeline_func\n");
+  write_file(file, text);
   std::cout << m.model.name << ": predicted " << s.predicted_s * 1e3 << " ms" << (s.tuned ? " (tuned entry)" : " (cost model)")
             << ", lowered and scheduled in " << ms << " ms; wrote " << file << " (" << function << ")\n";
   return 0;

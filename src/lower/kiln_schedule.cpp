@@ -3,6 +3,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "autoscheduler/analysis.h"
 #include "autoscheduler/autoschedule.h"
 #include "autoscheduler/machine_model.h"
 #include "autoscheduler/search.h"
@@ -32,6 +33,21 @@ void set_estimates(LoweredGraph& lowered, const SizeEstimates& sizes) {
 
 }  // namespace
 
+Halide::Func pipeline_func(const Halide::Pipeline& pipeline, const std::string& key) {
+  for (const auto& [name, k] : autoschedule::func_keys(pipeline)) {
+    if (k != key) continue;
+    for (const Halide::Func& out : pipeline.outputs()) {
+      if (out.name() == name) return out;
+      for (const auto& [callee, function] : Halide::Internal::find_transitive_calls(out.function())) {
+        if (callee == name) return Halide::Func(function);
+      }
+    }
+  }
+  user_error("schedule file: this pipeline has no Func '", key,
+             "'; the file was written for another model, other sizes or another version of kiln; write it again "
+             "with `kiln autoschedule <model>`");
+}
+
 std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
                                                const SizeEstimates& sizes) {
   set_estimates(lowered, sizes);
@@ -43,14 +59,36 @@ std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const H
                                   : apply_default_cpu_contraction_schedule(lowered, target);
 }
 
+namespace {
+
+// `source` with each `pipeline.get_func(i)` (the search's, in the order of `keys`) made
+// `kiln::pipeline_func(pipeline, "<key>")`, which finds the same Func in any process.
+std::string funcs_by_key(const std::string& source, const std::vector<std::string>& keys) {
+  const std::string call = "pipeline.get_func(";
+  std::string out;
+  size_t at = 0;
+  for (size_t hit; (hit = source.find(call, at)) != std::string::npos;) {
+    const size_t close = source.find(')', hit);
+    const size_t index = std::stoul(source.substr(hit + call.size(), close - hit - call.size()));
+    KILN_CHECK(index < keys.size(), "schedule source names Func ", index, " of ", keys.size());
+    out += source.substr(at, hit - at) + "kiln::pipeline_func(pipeline, \"" + keys[index] + "\")";
+    at = close + 1;
+  }
+  return out + source.substr(at);
+}
+
+}  // namespace
+
 KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes,
                                  const KilnScheduleOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const autoschedule::FixedFuncs fixed = prepare_kiln_schedule(lowered, target, sizes);
+  const std::vector<std::string> keys = autoschedule::keys_by_index(lowered.pipeline());  // as the search numbers them
   const autoschedule::MachineModel machine = autoschedule::machine_model(target);
   log("schedule", "Kiln: machine " + machine.str());
   KilnSchedule out;
-  for (const auto& [name, inlined] : fixed) out.fixed.push_back(name);
+  const std::map<std::string, std::string> key_of = autoschedule::func_keys(lowered.pipeline());
+  for (const auto& [name, inlined] : fixed) out.fixed.push_back(key_of.at(name));
   const autoschedule::Knobs* knobs = options.knobs;
   const std::string db = options.db == "none" ? options.db : autoschedule::tuning_db_path(options.db);
   std::optional<autoschedule::ScheduleOutcome> tuned;
@@ -73,6 +111,7 @@ KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& ta
     out.source = r.source;
     out.predicted_s = r.predicted_s;
   }
+  out.source = funcs_by_key(out.source, keys);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::ostringstream o;
   o << "Kiln: predicted " << out.predicted_s * 1e3 << " ms, searched in " << ms << " ms";

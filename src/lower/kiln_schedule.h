@@ -28,8 +28,9 @@ Halide::Region estimate_region(const std::vector<int64_t>& kiln_sizes);
 
 // What apply_kiln_schedule applied.
 struct KilnSchedule {
-  std::string source;              // the search's schedule source: every Func but the fixed ones
-  std::vector<std::string> fixed;  // Funcs that kept the rules' schedules (the contractions)
+  std::string source;              // the search's schedule source: every Func but the fixed ones,
+                                   // found by kiln::pipeline_func
+  std::vector<std::string> fixed;  // Funcs that kept the rules' schedules (the contractions), by key
   double predicted_s = 0;          // the cost model's time for the Funcs the search scheduled
   bool tuned = false;              // the tuning database's entry was applied
 };
@@ -42,6 +43,13 @@ struct KilnSchedule {
 // the tuning database.
 std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
                                                const SizeEstimates& sizes);
+
+// The Func of `pipeline` that `key` names: its name without Halide's "$<n>" suffix,
+// numbered "#2", "#3" where several Funcs share it, in an order that depends only on the
+// pipeline's structure (the knobs' keys). Schedule files of models (`kiln autoschedule
+// <model>`) find their Funcs this way, since the suffixes, and so pipeline.get_func's
+// order, differ from process to process. A key the pipeline lacks is a kiln::Error.
+Halide::Func pipeline_func(const Halide::Pipeline& pipeline, const std::string& key);
 
 struct KilnScheduleOptions {
   // A candidate's choices (what `kiln tune <model>` times), replacing the cost model's; a

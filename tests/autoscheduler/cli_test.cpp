@@ -90,9 +90,14 @@ TEST(KilnAutoscheduleCommand, WrittenScheduleFilesCompileAndScheduleTheirGenerat
 }
 
 // A model's schedule file, included back, schedules the model compiled again through
-// scheduled_backend, to eager's results; one that does not fit its pipeline is a kiln::Error.
+// scheduled_backend, to eager's results, in a process whose Funcs have other "$n"
+// suffixes (the file finds its Funcs by key); one that does not fit is a kiln::Error.
 TEST(KilnAutoscheduleCommand, AModelsScheduleFileSchedulesTheModelCompiledAgain) {
   const kiln::apps::Model m = kiln::apps::make_model("gpt_block");
+  const std::string file = kiln::as_test::read_text(KILN_CLI_SCHEDULE_DIR "/kiln_cli_model_gpt_block.schedule.h");
+  EXPECT_NE(file.find("kiln::pipeline_func(pipeline, \"layer_norm_sum#2\")"), std::string::npos) << file;
+  EXPECT_EQ(file.find("get_func("), std::string::npos) << file;
+  kiln::compile(m.forward)(m.inputs);  // Funcs of the same names first: other suffixes below
   int applied = 0;
   kiln::CompileOptions o;
   o.backend = kiln::scheduled_backend("host", [&](Halide::Pipeline p, Halide::Target t) {
@@ -115,6 +120,16 @@ TEST(KilnAutoscheduleCommand, AModelsScheduleFileSchedulesTheModelCompiledAgain)
   } catch (const kiln::Error& e) {
     EXPECT_NE(std::string(e.what()).find("the schedule does not fit this graph's pipeline"), std::string::npos)
         << e.what();
+  }
+  kiln::CompileOptions other;
+  other.backend = kiln::scheduled_backend("host", [](Halide::Pipeline p, Halide::Target) {
+    kiln::pipeline_func(p, "conv2d_acc#3").compute_root();
+  });
+  try {
+    kiln::compile(m.forward, other)(m.inputs);
+    ADD_FAILURE() << "a schedule naming a Func the model lacks was accepted";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("this pipeline has no Func 'conv2d_acc#3'"), std::string::npos) << e.what();
   }
 }
 
