@@ -258,6 +258,14 @@ std::map<std::string, std::string> knob_keys(const std::vector<Function>& output
     f.accept(&calls);
     for (auto c = calls.names.rbegin(); c != calls.names.rend(); ++c) stack.push_back(*c);
   }
+  // Funcs no definition calls yet (wrappers from Func::in(), which replace calls only when
+  // the pipeline is lowered), in name order: keys for them too, numbered after the rest.
+  for (const auto& [name, f] : env) {
+    if (keys.count(name)) continue;
+    const std::string base = stable_name(name);
+    const int n = ++seen[base];
+    keys[name] = n == 1 ? base : base + "#" + std::to_string(n);
+  }
   return keys;
 }
 

@@ -88,7 +88,12 @@ KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& ta
   log("schedule", "Kiln: machine " + machine.str());
   KilnSchedule out;
   const std::map<std::string, std::string> key_of = autoschedule::func_keys(lowered.pipeline());
-  for (const auto& [name, inlined] : fixed) out.fixed.push_back(key_of.at(name));
+  for (const auto& [name, inlined] : fixed) {
+    // A fixed Func the outputs no longer reach (a GPU operand read through its wrapper)
+    // keeps its stable name.
+    auto k = key_of.find(name);
+    out.fixed.push_back(k != key_of.end() ? k->second : autoschedule::stable_name(name));
+  }
   const autoschedule::Knobs* knobs = options.knobs;
   const std::string db = options.db == "none" ? options.db : autoschedule::tuning_db_path(options.db);
   std::optional<autoschedule::ScheduleOutcome> tuned;
