@@ -25,24 +25,9 @@ struct BenchArgs {
   std::string target = "host";
   int reps = 30;
   double max_seconds = 20;  // per implementation; heavy workloads stop early (>= 5 reps)
-  // Schedulers of the compiled rows (CompileOptions::scheduler); "both" is Kiln and the rules.
+  // Schedulers of the compiled rows (CompileOptions::scheduler).
   std::vector<std::string> schedulers = {"default"};
 };
-
-std::vector<std::string> parse_schedulers(const std::string& v) {
-  const std::vector<std::string>& names = scheduler_names();
-  if (v == "both") return {"rules", "Kiln"};
-  if (std::find(names.begin(), names.end(), v) != names.end()) return {v};
-  std::string valid;
-  for (const std::string& n : names) valid += n + ", ";
-  user_error("bench: --scheduler must be ", valid, "or both (every one), not '", v, "'");
-}
-
-// The impl of a compiled row: "kiln-compiled" with the default scheduler (what a user
-// gets: Kiln), "kiln-compiled-<scheduler>" when named.
-std::string compiled_impl(const std::string& scheduler) {
-  return scheduler == "default" ? "kiln-compiled" : "kiln-compiled-" + scheduler;
-}
 
 BenchArgs parse(const std::vector<std::string>& args) {
   BenchArgs b;
@@ -56,7 +41,7 @@ BenchArgs parse(const std::vector<std::string>& args) {
     else if (args[i] == "--target") b.target = value();
     else if (args[i] == "--reps") b.reps = count_option("bench", opt, value(), 1);
     else if (args[i] == "--max-seconds") b.max_seconds = seconds_option("bench", opt, value(), true);
-    else if (args[i] == "--scheduler") b.schedulers = parse_schedulers(value());
+    else if (args[i] == "--scheduler") b.schedulers = scheduler_option("bench", value());
     else user_error("bench: unknown option '", args[i], "'; options: --filter REGEX, --target host|host-cuda, --reps N, "
                     "--max-seconds S, --scheduler default|Kiln|rules|both");
   }

@@ -22,9 +22,10 @@ const Command kCommands[] = {
      "      time each kernel-library generator under each schedule (manual, default, Halide's\n"
      "      autoschedulers, Kiln's); a table on stderr, one JSON object per line on stdout\n"},
     {"models",
-     "  models [--filter REGEX] [--reps N]\n"
-     "      run each registered model (seed, mlp, gpt_block) eager, compiled and through the\n"
-     "      f64 reference interpreter; print the errors and times\n"},
+     "  models [--filter REGEX] [--reps N] [--scheduler default|Kiln|rules|both] [--json]\n"
+     "      run each registered model (seed, mlp, gpt_block, resnet18) eager, compiled and\n"
+     "      through the f64 reference interpreter; print the errors and times (--json: one\n"
+     "      JSON object per line on stdout, the table on stderr)\n"},
     {"aot",
      "  aot <model> -o DIR [--target host|host-cuda] [--name NAME] [--embed-weights]\n"
      "      [--scheduler default|Kiln|rules]\n"

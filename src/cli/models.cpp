@@ -1,9 +1,11 @@
 // kiln models: every registered model eager and compiled on its seeded input, checked
-// against eager and the reference interpreter (f64 references of every op), and timed.
-#include <chrono>
+// against eager and the reference interpreter (f64 references of every op), and timed;
+// with --scheduler both, compiled once by the rules and once by Kiln, side by side.
+#include <cmath>
 #include <cstdio>
 #include <regex>
 
+#include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/timing.h"
@@ -12,34 +14,70 @@
 
 namespace kiln::cli {
 
-int models(const std::vector<std::string>& args) {
+namespace {
+
+struct ModelsArgs {
   std::string filter;
   int reps = 10;
+  std::vector<std::string> schedulers = {"default"};
+  bool json = false;  // JSON lines on stdout (bench_report.h's format), the table on stderr
+};
+
+ModelsArgs parse(const std::vector<std::string>& args) {
+  ModelsArgs m;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--filter" && i + 1 < args.size()) filter = args[++i];
-    else if (args[i] == "--reps" && i + 1 < args.size()) reps = count_option("models", "--reps", args[++i], 1);
-    else user_error("models: unknown option '", args[i], "'; options: --filter REGEX, --reps N");
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--filter" && has_value) m.filter = args[++i];
+    else if (args[i] == "--reps" && has_value) m.reps = count_option("models", "--reps", args[++i], 1);
+    else if (args[i] == "--scheduler" && has_value) m.schedulers = scheduler_option("models", args[++i]);
+    else if (args[i] == "--json") m.json = true;
+    else user_error("models: unknown option '", args[i], "'; options: --filter REGEX, --reps N, "
+                    "--scheduler default|Kiln|rules|both, --json");
   }
-  std::regex re(filter.empty() ? ".*" : filter);
+  return m;
+}
+
+}  // namespace
+
+int models(const std::vector<std::string>& args) {
+  const ModelsArgs a = parse(args);
+  std::FILE* table = a.json ? stderr : stdout;
+  std::regex re(a.filter.empty() ? ".*" : a.filter);
   bool all_ok = true;
-  std::printf("%-10s %-6s %-12s %-12s %-12s %-12s %-10s %-10s\n", "model", "match", "abs(c,e)", "rel(c,e)",
-              "abs(c,ref)", "rel(c,ref)", "eager_ms", "compiled_ms");
+  // Per scheduler after the first: the product of (first's ms / this one's ms), for the geomean.
+  std::vector<double> log_ratio(a.schedulers.size(), 0.0);
+  int timed = 0;
+  std::fprintf(table, "%-10s %-9s %-6s %-12s %-12s %-12s %-12s %-10s %-10s\n", "model", "scheduler", "match",
+               "abs(c,e)", "rel(c,e)", "abs(c,ref)", "rel(c,ref)", "eager_ms", "compiled_ms");
   for (const std::string& name : apps::model_names()) {
     if (!std::regex_search(name, re)) continue;
     apps::Model m = apps::make_model(name);
-    auto compiled = compile(m.forward);
     Tensor eager = m.forward(m.inputs)[0];
-    Tensor out = compiled(m.inputs)[0];
-    Graph g = trace(m.forward, m.inputs);
-    Tensor ref = interpret(g, m.inputs, InterpretMode::Reference)[0];
-    double ace = max_abs_diff(out, eager), rce = max_rel_diff(out, eager, 1e-3);
-    double acr = max_abs_diff(out, ref), rcr = max_rel_diff(out, ref, 1e-3);
-    bool ok = allclose(out, eager, 1e-4, 1e-5) && allclose(out, ref, 1e-4, 1e-5);
-    all_ok = all_ok && ok;
-    double eager_ms = apps::median_ms([&] { return m.forward(m.inputs)[0]; }, reps, 1);
-    double compiled_ms = apps::median_ms([&] { return compiled(m.inputs)[0]; }, reps, 1);
-    std::printf("%-10s %-6s %-12.3g %-12.3g %-12.3g %-12.3g %-10.3f %-10.3f\n", name.c_str(), ok ? "yes" : "NO",
-                ace, rce, acr, rcr, eager_ms, compiled_ms);
+    Tensor ref = interpret(trace(m.forward, m.inputs), m.inputs, InterpretMode::Reference)[0];
+    const double eager_ms = apps::median_ms([&] { return m.forward(m.inputs)[0]; }, a.reps, 1);
+    if (a.json) print_bench_json({"model_" + name, "kiln-eager", "cpu", eager_ms, a.reps});
+    std::vector<double> compiled_ms;
+    for (const std::string& scheduler : a.schedulers) {
+      CompileOptions opts;
+      opts.scheduler = scheduler;
+      opts.name = name;
+      auto compiled = compile(m.forward, opts);
+      Tensor out = compiled(m.inputs)[0];
+      const double ace = max_abs_diff(out, eager), rce = max_rel_diff(out, eager, 1e-3);
+      const double acr = max_abs_diff(out, ref), rcr = max_rel_diff(out, ref, 1e-3);
+      const bool ok = allclose(out, eager, 1e-4, 1e-5) && allclose(out, ref, 1e-4, 1e-5);
+      all_ok = all_ok && ok;
+      compiled_ms.push_back(apps::median_ms([&] { return compiled(m.inputs)[0]; }, a.reps, 1));
+      std::fprintf(table, "%-10s %-9s %-6s %-12.3g %-12.3g %-12.3g %-12.3g %-10.3f %-10.3f\n", name.c_str(),
+                   scheduler.c_str(), ok ? "yes" : "NO", ace, rce, acr, rcr, eager_ms, compiled_ms.back());
+      if (a.json) print_bench_json({"model_" + name, compiled_impl(scheduler), "cpu", compiled_ms.back(), a.reps});
+    }
+    for (size_t s = 1; s < compiled_ms.size(); ++s) log_ratio[s] += std::log(compiled_ms[0] / compiled_ms[s]);
+    ++timed;
+  }
+  for (size_t s = 1; s < a.schedulers.size() && timed > 0; ++s) {
+    std::fprintf(table, "geomean %s / %s over %d models: %.2fx (> 1: %s faster)\n", a.schedulers[0].c_str(),
+                 a.schedulers[s].c_str(), timed, std::exp(log_ratio[s] / timed), a.schedulers[s].c_str());
   }
   return all_ok ? 0 : 1;
 }

@@ -1,8 +1,10 @@
 #include "cli/options.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
+#include "lower/scheduler.h"
 
 namespace kiln::cli {
 
@@ -37,6 +39,19 @@ double seconds_option(const std::string& command, const std::string& option, con
                ", not '", text, "'");
   }
   return v;
+}
+
+std::vector<std::string> scheduler_option(const std::string& command, const std::string& text) {
+  const std::vector<std::string>& names = scheduler_names();
+  if (text == "both") return {"rules", "Kiln"};
+  if (std::find(names.begin(), names.end(), text) != names.end()) return {text};
+  std::string valid;
+  for (const std::string& n : names) valid += n + ", ";
+  user_error(command, ": --scheduler must be ", valid, "or both (the rules and Kiln), not '", text, "'");
+}
+
+std::string compiled_impl(const std::string& scheduler) {
+  return scheduler == "default" ? "kiln-compiled" : "kiln-compiled-" + scheduler;
 }
 
 }  // namespace kiln::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace kiln::cli {
 
@@ -13,5 +14,13 @@ int count_option(const std::string& command, const std::string& option, const st
 // A number of seconds: positive, or zero too where `zero_allowed`.
 double seconds_option(const std::string& command, const std::string& option, const std::string& text,
                       bool zero_allowed);
+
+// The schedulers of compiled rows (`--scheduler`): one of lower/scheduler.h's names, or
+// "both" for the rules and Kiln (in that order, the baseline first).
+std::vector<std::string> scheduler_option(const std::string& command, const std::string& text);
+
+// The impl a compiled row reports: "kiln-compiled" with the default scheduler (what a user
+// gets: Kiln), "kiln-compiled-<scheduler>" when one is named.
+std::string compiled_impl(const std::string& scheduler);
 
 }  // namespace kiln::cli

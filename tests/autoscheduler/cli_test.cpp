@@ -212,6 +212,25 @@ TEST(KilnTuneCommand, AModelsTunedEntryIsWhatItsCompilesUse) {
   EXPECT_EQ(none.output.find("using the tuned entry"), std::string::npos) << none.output;
 }
 
+// `kiln models --scheduler both` compiles each model with the rules and with Kiln, checks
+// both against eager and the f64 reference, and reports each as its own JSON row (the
+// compiled models bar of the autoscheduler is read from these) with the geomean of the
+// two schedulers' times after the table.
+TEST(KilnModelsCommand, BothSchedulersAreCheckedAndTimedSideBySide) {
+  const CommandRun r = run_kiln_with("KILN_TUNING_DB=none", "models --filter '^(seed|mlp)$' --scheduler both --reps 2 --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const std::string model : {"seed", "mlp"}) {
+    for (const std::string impl : {"kiln-eager", "kiln-compiled-rules", "kiln-compiled-Kiln"}) {
+      EXPECT_NE(r.output.find("{\"name\": \"model_" + model + "\", \"impl\": \"" + impl + "\", \"target\": \"cpu\", \"ms\": "),
+                std::string::npos)
+          << model << " " << impl << r.output;
+    }
+  }
+  EXPECT_EQ(r.output.find("gpt_block"), std::string::npos) << r.output;  // filtered out
+  EXPECT_EQ(r.output.find(" NO "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("geomean rules / Kiln over 2 models: "), std::string::npos) << r.output;
+}
+
 // bench-kernels starts every schedule of a generator, in --processes children each, then
 // times them in interleaved rounds: each row's runs are the runs of all its processes'
 // rounds; a schedule that does not compile in time is a row that says so, and the others
@@ -304,6 +323,8 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"bench-kernels --max-seconds -1", "--max-seconds takes a number of seconds, 0 or more, not '-1'"},
       {"bench --reps abc", "bench: --reps takes a whole number of at least 1, not 'abc'"},
       {"models --reps 0", "models: --reps takes a whole number of at least 1, not '0'"},
+      {"models --scheduler fast", "models: --scheduler must be default, Kiln, rules, or both (the rules and Kiln), not 'fast'"},
+      {"bench --scheduler Adams2019", "bench: --scheduler must be default, Kiln, rules, or both"},
       {"tune softmax --frobnicate", "unknown option '--frobnicate'; options: --target"},
       {"tune softmax --target host-opencl", "plans CPU and CUDA targets, not"},
       {"tune softmax --target pdp11", "is not a target; use host or a Halide target string"},
