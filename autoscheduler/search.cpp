@@ -45,6 +45,44 @@ StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t
   return p;
 }
 
+ConvTile choose_conv_tile(double columns, double channels, double rows, double steps, int lanes, int bytes,
+                          const MachineModel& m, std::string* why) {
+  // Output columns are the matmul's n (vectors of the input row, one load each per step),
+  // output channels its m (a broadcast weight each); the rules' loops run every tile of a
+  // row in one task.
+  ContractionShape s;
+  s.n = columns;
+  s.m = channels;
+  s.k = steps;
+  s.batch = rows;
+  s.bytes = bytes;
+  auto plan = [&](const ConvTile& t) {
+    StagePlan p = contraction_plan(s, ContractionTiling{t.channels, t.vectors, lanes, 0, 1, true});
+    p.tasks = rows;
+    return predict(p, m);
+  };
+  const ConvTile rules;
+  ConvTile best = rules;
+  Prediction best_pr = plan(rules);
+  const Prediction rules_pr = best_pr;
+  for (int vectors = 1; vectors <= 4; ++vectors) {
+    for (int ch = 1; ch <= 16; ++ch) {
+      const ConvTile t{vectors, ch};
+      // Accumulators, the input vectors and a broadcast weight, within the register file.
+      if (vectors * ch + vectors + 1 > m.registers) continue;
+      const Prediction pr = plan(t);
+      if (pr.total_s < best_pr.total_s * 0.99) best = t, best_pr = pr;
+    }
+  }
+  if (why) {
+    std::ostringstream o;
+    o << best.vectors * lanes << " columns x " << best.channels << " channels, predicted " << best_pr.str();
+    if (!(best == rules)) o << " (the rules' " << rules.vectors * lanes << " x " << rules.channels << ": " << rules_pr.str() << ")";
+    *why = o.str();
+  }
+  return best;
+}
+
 ContractionShape contraction_shape(const FuncInfo& f) {
   ContractionShape s;
   s.n = double(f.extents[0]);

@@ -165,6 +165,24 @@ StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t
 struct FuncInfo;
 ContractionShape contraction_shape(const FuncInfo& f);
 
+// The register tile of a conv2d accumulator on the CPU, in the loops kiln's rules give it
+// (lower/default_schedule.h): `vectors` vectors of output columns x `channels` output
+// channels, accumulated over the whole window and all input channels, the tiles of each
+// output row one parallel task. The rules always take 2 x 4; a row narrower than two
+// vectors (resnet's later stages: 16, 8, 4 or 7 columns) then computes mostly padding.
+struct ConvTile {
+  int vectors = 2, channels = 4;
+  bool operator==(const ConvTile& o) const = default;
+};
+
+// The tile of least predicted time (contraction_plan: columns rounded up to whole vectors,
+// channels to whole tiles; loads, accumulator chains and registers per step) for a
+// convolution of `columns` x `channels` outputs per row, `rows` rows (output rows x batch)
+// and `steps` reduction steps (input channels x window), at `lanes` lanes; the rules' 2 x 4
+// where nothing predicts 1% faster. `why`, when given, gets the prediction.
+ConvTile choose_conv_tile(double columns, double channels, double rows, double steps, int lanes, int bytes,
+                          const MachineModel& m, std::string* why = nullptr);
+
 // Reduction steps one iteration of the thread's loop unrolls.
 int gpu_unrolled_steps(const ContractionShape& s, int unroll);
 GpuStagePlan gpu_contraction_plan(const ContractionShape& s, const GpuContractionTiling& t, const MachineModel& m);

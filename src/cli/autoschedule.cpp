@@ -72,8 +72,9 @@ void write_file(const std::string& file, const std::string& text) {
 
 // A model's forward pass, lowered as kiln::compile lowers it, scheduled by the Kiln
 // scheduler (its tuned entry where the database has one). Its contractions keep the rules'
-// register tiles, which the file names but does not hold: kiln::scheduled_backend gives
-// them those tiles again before it calls the file's function.
+// loops (conv2d's register tiles sized by the cost model), which the file names but does
+// not hold: kiln::scheduled_backend gives them those loops again before it calls the file's
+// function.
 int autoschedule_model(const Args& a, const Halide::Target& target) {
   const ModelPipeline m = model_pipeline(a.model);
   KilnScheduleOptions options;
@@ -94,7 +95,7 @@ int autoschedule_model(const Args& a, const Halide::Target& target) {
       function, body, target,
       "Schedule for model " + m.model.name + "'s forward pass (as kiln::compile lowers it) by the Kiln autoscheduler "
       "(kiln autoschedule);\n// apply it with kiln::scheduled_backend. Scheduled before it by kiln's rules "
-      "(lower/default_schedule.h), register tiles kept: " + (fixed.empty() ? "(none)" : fixed));
+      "(lower/default_schedule.h), loops kept: " + (fixed.empty() ? "(none)" : fixed));
   // Its Funcs are found by key (kiln::pipeline_func): get_func's order changes from process to process.
   const std::string halide = "#include \"Halide.h\"\n";
   text.replace(text.find(halide), halide.size(), halide + "#include \"lower/kiln_schedule.h\"  // kiln::pipeline_func\n");

@@ -179,7 +179,7 @@ int tune(const std::vector<std::string>& argv) {
   db.save();
   print_summary(r, db.path());
   if (fixed_funcs) {
-    std::printf("(predicted: the Funcs the search schedules; the contractions keep the rules' register tiles, "
+    std::printf("(predicted: the Funcs the search schedules; the contractions keep the rules' loops, "
                 "timed but not predicted)\n");
   }
   return 0;

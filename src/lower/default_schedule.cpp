@@ -22,9 +22,6 @@ constexpr int kCpuTaskElements = 1 << 14;
 // CUDA: threads per block along the innermost dim, and elements per thread for outputs.
 constexpr int kGpuThreads = 256;
 constexpr int kGpuLanes = 4;
-// conv2d register tile on the CPU: vectors of output columns x output channels.
-constexpr int kConvTileVectors = 2;
-constexpr int kConvTileChannels = 4;
 
 // Vectorization uses ShiftInwards under a size specialization rather than GuardWithIf:
 // Halide's predicated (GuardWithIf) vector path mishandles some IEEE special values
@@ -104,10 +101,10 @@ bool has_prefix(const Func& f, const char* prefix) { return f.name().rfind(prefi
 bool is_conv_accumulator(const Func& f) { return has_prefix(f, "conv2d_acc") && f.args().size() == 4; }
 bool is_conv_padded_input(const Func& f) { return has_prefix(f, "conv2d_pad"); }
 
-void schedule_conv_accumulator(Func acc, const Halide::Target& target) {
+void schedule_conv_accumulator(Func acc, const Halide::Target& target, const CpuConvTile& tile) {
   std::vector<Var> v = pure_vars(acc);  // ow, o, oh, n
   const int vw = std::max(1, target.natural_vector_size(acc.type()));
-  const int tile_w = kConvTileVectors * vw, tile_o = kConvTileChannels;
+  const int tile_w = tile.vectors * vw, tile_o = tile.channels;
   Func tiled = acc.in();
   Var wo("wo"), wi("wi"), co("co"), ci("ci"), rows("rows");
   // Channel tiles innermost: the tile's input columns stay in L1 across all of them.
@@ -341,7 +338,8 @@ bool schedule_gpu_full_reduction(Func acc) {
 
 // A reduction accumulator: its own loop nest; the update parallel over kept dims, or
 // split with rfactor when everything is reduced (on the CPU).
-void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, const LoweredGraph& lowered) {
+void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, const LoweredGraph& lowered,
+                          const CpuConvTileChoice& conv_tile = nullptr) {
   Func acc = stage.func;
   // On the CPU conv2d's padded input is computed per task of its convolution.
   if (!target.has_gpu_feature() && is_conv_padded_input(acc)) return;
@@ -361,7 +359,8 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, 
   }
   if (!acc.has_update_definition()) return;
   if (is_conv_accumulator(acc)) {
-    schedule_conv_accumulator(acc, target);
+    const int vw = std::max(1, target.natural_vector_size(acc.type()));
+    schedule_conv_accumulator(acc, target, conv_tile ? conv_tile(stage, vw) : CpuConvTile{});
     return;
   }
   if (is_matmul_accumulator(acc)) {
@@ -453,12 +452,13 @@ bool is_cpu_contraction(const StageInfo& s) {
 }  // namespace
 
 std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
-                                                                   const Halide::Target& target) {
+                                                                   const Halide::Target& target,
+                                                                   const CpuConvTileChoice& conv_tile) {
   KILN_CHECK(!target.has_gpu_feature(), "the CPU contraction rules were asked to schedule for ", target.to_string());
   std::map<std::string, bool> scheduled;
   for (const StageInfo& s : lowered.stages) {
     if (!is_cpu_contraction(s)) continue;
-    schedule_accumulator(s, target, lowered);
+    schedule_accumulator(s, target, lowered, conv_tile);
     scheduled[s.func.name()] = false;
     // Scheduled with it: matmul's packed panels of b, conv2d's padded input.
     for (const auto& [name, f] : Halide::Internal::find_direct_calls(s.func.function())) {

@@ -10,6 +10,7 @@
 
 #include <Halide.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -19,14 +20,25 @@ namespace kiln {
 
 void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target);
 
+// A conv2d register tile on the CPU: `vectors` vectors of output columns x `channels`
+// output channels (the rules' loops around it are fixed). The rules take 2 x 4.
+struct CpuConvTile {
+  int vectors = 2, channels = 4;
+};
+// The tile for one conv2d accumulator, from its stage (StageInfo::extents: ow, o, oh, n)
+// and the target's vector lanes: how the Kiln scheduler sizes the tiles of the rules' loops.
+using CpuConvTileChoice = std::function<CpuConvTile(const StageInfo& conv, int lanes)>;
+
 // Only the default rules' CPU contractions: every matmul and conv2d accumulator with its
 // register tiles, its epilogue host, its packed or padded operands, and the values stored
 // (or inlined) for contractions to read. The Kiln scheduler starts from these, which are
 // written for the microkernel's register budget, and plans the rest of the pipeline
 // around them. Returns what it scheduled, by Func name: true for a Func left inline,
 // false for one with loops of its own.
+// With `conv_tile`, each conv2d accumulator gets the tile it returns instead of the rules'.
 std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
-                                                                   const Halide::Target& target);
+                                                                   const Halide::Target& target,
+                                                                   const CpuConvTileChoice& conv_tile = nullptr);
 
 // The GPU counterpart for matmuls only: each matmul accumulator with the rules' register
 // tiles per thread and its stored product, and the contraction operands stored

@@ -1,6 +1,7 @@
 #include "lower/kiln_schedule.h"
 
 #include <chrono>
+#include <optional>
 #include <sstream>
 
 #include "autoscheduler/analysis.h"
@@ -48,15 +49,43 @@ Halide::Func pipeline_func(const Halide::Pipeline& pipeline, const std::string& 
              "with `kiln autoschedule <model>`");
 }
 
+namespace {
+
+// Reduction steps of a contraction accumulator: the product of its update's RDom extents.
+double reduction_steps(const Halide::Func& acc) {
+  double steps = 1;
+  for (const Halide::Internal::ReductionVariable& rv : acc.function().update(0).schedule().rvars()) {
+    const std::optional<int64_t> e = Halide::Internal::as_const_int(rv.extent);
+    KILN_CHECK(e, acc.name(), "'s reduction has an extent that is not a constant");
+    steps *= double(*e);
+  }
+  return steps;
+}
+
+}  // namespace
+
 std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
                                                const SizeEstimates& sizes) {
   set_estimates(lowered, sizes);
-  // Contractions keep the rules' register tiles and packed operands (on a GPU: matmuls,
-  // whose operands the rules store contiguously); the search places everything else around
+  // Contractions keep the rules' loops and packed operands (on a GPU: matmuls, whose
+  // operands the rules store contiguously); the search places everything else around
   // them (reductions per row of their consumers, pointwise chains inlined or stored, loop
-  // shapes of the outputs; on a GPU conv2d too).
-  return target.has_gpu_feature() ? apply_default_gpu_matmul_schedule(lowered, target)
-                                  : apply_default_cpu_contraction_schedule(lowered, target);
+  // shapes of the outputs; on a GPU conv2d too). On a CPU the cost model sizes each
+  // conv2d's register tile within those loops: the rules' two vectors of columns would
+  // compute mostly padding on a narrow row.
+  if (target.has_gpu_feature()) return apply_default_gpu_matmul_schedule(lowered, target);
+  const autoschedule::MachineModel machine = autoschedule::machine_model(target);
+  return apply_default_cpu_contraction_schedule(lowered, target, [&](const StageInfo& conv, int lanes) {
+    if (conv.extents.size() != 4) return CpuConvTile{};
+    const std::vector<int64_t>& e = conv.extents;  // ow, o, oh, n
+    std::string why;
+    const autoschedule::ConvTile t =
+        autoschedule::choose_conv_tile(double(e[0]), double(e[1]), double(e[2]) * double(std::max<int64_t>(1, e[3])),
+                                       reduction_steps(conv.func), lanes, conv.func.type().bytes(), machine, &why);
+    log("schedule", "Kiln: " + conv.func.name() + " (" + std::to_string(e[0]) + " columns, " + std::to_string(e[1]) +
+                        " channels): register tiles of " + why);
+    return CpuConvTile{t.vectors, t.channels};
+  });
 }
 
 namespace {

@@ -36,7 +36,8 @@ struct KilnSchedule {
 };
 
 // Sets the estimates on the pipeline's inputs and outputs and gives the contractions the
-// default rules' register tiles (apply_default_cpu_contraction_schedule on a CPU,
+// default rules' loops and register tiles (apply_default_cpu_contraction_schedule on a CPU,
+// each conv2d's tile sized by the cost model, autoschedule::choose_conv_tile;
 // apply_default_gpu_matmul_schedule for a CUDA target's matmuls): the pipeline as Kiln's
 // search receives it, and what the search must leave alone (autoschedule::FixedFuncs: by
 // Func name, true where left inline). Its fingerprint, taken now, is the pipeline's key in

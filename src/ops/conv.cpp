@@ -144,7 +144,8 @@ Func conv2d_algorithm(const std::vector<Func>& in, const OpCall& c) {
   acc(v) += Halide::cast(at, in[1](r.x, r.y, r.z, o)) *
             xpad(ow * int(g.stride.w) + r.x * int(g.dilation.w), oh * int(g.stride.h) + r.y * int(g.dilation.h), ch, n);
   c.stages->push_back({xpad});
-  c.stages->push_back({acc, /*pure_innermost=*/true});
+  c.stages->push_back({acc, /*pure_innermost=*/true, /*serial=*/false,
+                       {g.ow, g.o, g.oh, g.x.n.is_static() ? g.x.n.size : 0}});
   Func out("conv2d");
   out(v) = algo::to_storage(acc(v[0], v[2], v[1], v[3]), c.output.dtype);
   return out;

@@ -70,6 +70,9 @@ struct StageInfo {
   // Computed at root and left serial (scatter updates, such as Halide's adjoints, must
   // not be parallelized).
   bool serial = false;
+  // Its pure dims' extents, innermost first, where the op knows them (conv2d's
+  // accumulator: ow, o, oh, n; 0 for a dynamic dim): a schedule sizes register tiles by them.
+  std::vector<int64_t> extents = {};
 };
 
 // What an algorithm sees besides its input Funcs.

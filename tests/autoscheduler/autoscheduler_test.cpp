@@ -520,6 +520,35 @@ TEST(CostModel, PoolingPrefersNarrowTiles) {
             as::predict(as::contraction_plan(mm, {6, 1, 16, 0, 1, true}), m).total_s);
 }
 
+// A conv2d's register tile within the rules' loops (vectors of output columns x output
+// channels), on a 2-core AVX-512 machine. A row of 4 to 16 columns fills one vector at
+// most: the rules' two vectors would compute mostly padding, so one vector of columns
+// and more channels (which share each input load) win; a row of two vectors or more
+// keeps two. The choice never needs more registers than the file holds.
+TEST(CostModel, NarrowConvolutionRowsTakeOneVectorOfColumns) {
+  as::MachineModel m;
+  as::apply_overrides(m, "cores=2,vector_bits=512,registers=32,l1=49152,l2=2097152,l3=33554432");
+  // resnet18's stages at 32 x 32 images (columns, channels, rows = oh x batch, steps = c x 9).
+  for (const auto& [columns, channels, steps] : {std::tuple<double, double, double>{16, 32, 288}, {8, 64, 576}, {4, 128, 1152}}) {
+    SCOPED_TRACE(std::to_string(int(columns)) + " columns");
+    std::string why;
+    const as::ConvTile t = as::choose_conv_tile(columns, channels, 2 * columns, steps, 16, 4, m, &why);
+    EXPECT_EQ(t.vectors, 1) << why;
+    EXPECT_GE(t.channels, 8) << why;
+    EXPECT_NE(why.find("the rules' 32 x 4"), std::string::npos) << why;  // says what it replaced
+  }
+  for (double columns : {32.0, 56.0, 64.0}) {
+    const as::ConvTile t = as::choose_conv_tile(columns, 64, 2 * columns, 576, 16, 4, m);
+    EXPECT_GE(t.vectors, 2) << columns << " columns";
+  }
+  as::MachineModel avx2 = m;
+  as::apply_overrides(avx2, "vector_bits=256,registers=16");
+  for (double columns : {4.0, 16.0, 64.0}) {
+    const as::ConvTile t = as::choose_conv_tile(columns, 64, 32, 576, 8, 4, avx2);
+    EXPECT_LE(t.vectors * t.channels + t.vectors + 1, 16) << columns << " columns";
+  }
+}
+
 // A memory-bound stage of 2048 rows on 16 cores: four tasks per core leave each core
 // idle for half a task at the end (the tail of the work queue), so tasks of 8 rows beat
 // tasks of 32 though they cost four times the overhead; tasks of one row cost more again.

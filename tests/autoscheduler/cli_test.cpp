@@ -198,7 +198,7 @@ TEST(KilnTuneCommand, AModelsTunedEntryIsWhatItsCompilesUse) {
   const std::string file = kiln::as_test::read_text(dir.file("t.h"));
   EXPECT_NE(file.find("tuned entry " + e.fingerprint), std::string::npos) << file;
   EXPECT_NE(file.find("inline void apply_schedule_gpt_block_cpu("), std::string::npos) << file;
-  EXPECT_NE(file.find("register tiles kept: "), std::string::npos) << file;
+  EXPECT_NE(file.find("loops kept: "), std::string::npos) << file;
   const CommandRun model = run_kiln("autoschedule gpt_block --db none -o " + dir.file("m.h"));
   EXPECT_NE(model.output.find("(cost model)"), std::string::npos) << model.output;
 

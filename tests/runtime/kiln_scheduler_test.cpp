@@ -46,13 +46,15 @@ CompileOptions with_scheduler(const std::string& scheduler) {
 // Compiles `fn` with each scheduler and checks every output of the Kiln-scheduled
 // version against the default rules and against eager mode. The log check makes sure the
 // autoscheduler did schedule it (a silently ignored option would pass the comparisons).
+// `schedule_log`, when given, gets the Kiln compile's schedule log.
 void expect_kiln_matches(const TensorFn& fn, const std::vector<Tensor>& inputs, double rtol = 1e-4,
-                         double atol = 1e-5) {
+                         double atol = 1e-5, std::string* schedule_log = nullptr) {
   const std::vector<Tensor> eager = fn(inputs);
   const std::vector<Tensor> with_default = compile(fn, with_scheduler("rules"))(inputs);
   std::vector<Tensor> with_kiln;
   const std::string log = logged("schedule", [&] { with_kiln = compile(fn, with_scheduler("Kiln"))(inputs); });
   EXPECT_TRUE(mentions(log, "Kiln: predicted")) << log;
+  if (schedule_log) *schedule_log += log;
   ASSERT_EQ(with_kiln.size(), eager.size());
   ASSERT_EQ(with_default.size(), eager.size());
   for (size_t k = 0; k < eager.size(); ++k) {
@@ -111,6 +113,23 @@ TEST(KilnScheduler, Conv2dMatches) {
   expect_kiln_matches(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{conv2d(in[0], in[1], {}, {2}, {0})}; },
       {randn({1, 16, 17, 17}, 15), randn({32, 16, 3, 3}, 16)});
+}
+
+// Rows narrower than the rules' two vectors of columns (a late resnet stage: 4 and 8
+// columns): Kiln sizes the register tiles of the rules' loops itself, one vector of
+// columns x more channels, rounded up past both edges (O = 20 is no multiple of the
+// channels), and the results stay the rules' and eager mode's.
+TEST(KilnScheduler, NarrowConvolutionsGetTheirOwnRegisterTiles) {
+  std::string log;
+  expect_kiln_matches(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], in[1], in[2], {1}, {1}))}; },
+      {randn({2, 24, 8, 8}, 17), randn({20, 24, 3, 3}, 18), randn({20}, 19)}, 1e-4, 1e-5, &log);
+  expect_kiln_matches(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{conv2d(in[0], in[1], {}, {2}, {1})}; },
+      {randn({1, 32, 8, 8}, 20), randn({48, 32, 3, 3}, 21)}, 1e-4, 1e-5, &log);
+  const int vw = Halide::get_host_target().natural_vector_size<float>();
+  EXPECT_TRUE(mentions(log, "(8 columns, 20 channels): register tiles of " + std::to_string(vw) + " columns x ")) << log;
+  EXPECT_TRUE(mentions(log, "(4 columns, 48 channels): register tiles of " + std::to_string(vw) + " columns x ")) << log;
 }
 
 TEST(KilnScheduler, DynamicDimsServeSizesItDidNotPlanFor) {
