@@ -30,4 +30,29 @@ inline double median_ms(const std::function<Tensor()>& fn, int reps = 30, int wa
   return ms[ms.size() / 2];
 }
 
+// The median milliseconds of each of `fns`, timed in `reps` interleaved rounds (each
+// round runs every one once, starting one further along), so that a machine slowing down
+// for a while slows them all alike; each is warmed up `warmup` times first.
+inline std::vector<double> interleaved_median_ms(const std::vector<std::function<Tensor()>>& fns, int reps = 30,
+                                                 int warmup = 3) {
+  for (const auto& fn : fns)
+    for (int i = 0; i < warmup; ++i) sync(fn());
+  std::vector<std::vector<double>> ms(fns.size());
+  for (int r = 0; r < reps; ++r) {
+    for (size_t j = 0; j < fns.size(); ++j) {
+      const size_t k = (j + size_t(r)) % fns.size();
+      auto t0 = std::chrono::steady_clock::now();
+      sync(fns[k]());
+      auto t1 = std::chrono::steady_clock::now();
+      ms[k].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+  }
+  std::vector<double> medians;
+  for (std::vector<double>& m : ms) {
+    std::sort(m.begin(), m.end());
+    medians.push_back(m[m.size() / 2]);
+  }
+  return medians;
+}
+
 }  // namespace kiln::apps

@@ -3,6 +3,7 @@
 // with --scheduler both, compiled once by the rules and once by Kiln, side by side.
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <regex>
 
 #include "cli/bench_report.h"
@@ -54,23 +55,32 @@ int models(const std::vector<std::string>& args) {
     apps::Model m = apps::make_model(name);
     Tensor eager = m.forward(m.inputs)[0];
     Tensor ref = interpret(trace(m.forward, m.inputs), m.inputs, InterpretMode::Reference)[0];
-    const double eager_ms = apps::median_ms([&] { return m.forward(m.inputs)[0]; }, a.reps, 1);
-    if (a.json) print_bench_json({"model_" + name, "kiln-eager", "cpu", eager_ms, a.reps});
-    std::vector<double> compiled_ms;
+    // Eager and every compiled version, timed in the same interleaved rounds.
+    std::vector<std::function<Tensor()>> runs = {[&] { return m.forward(m.inputs)[0]; }};
+    std::vector<std::string> checks;
     for (const std::string& scheduler : a.schedulers) {
       CompileOptions opts;
       opts.scheduler = scheduler;
       opts.name = name;
       auto compiled = compile(m.forward, opts);
       Tensor out = compiled(m.inputs)[0];
-      const double ace = max_abs_diff(out, eager), rce = max_rel_diff(out, eager, 1e-3);
-      const double acr = max_abs_diff(out, ref), rcr = max_rel_diff(out, ref, 1e-3);
       const bool ok = allclose(out, eager, 1e-4, 1e-5) && allclose(out, ref, 1e-4, 1e-5);
       all_ok = all_ok && ok;
-      compiled_ms.push_back(apps::median_ms([&] { return compiled(m.inputs)[0]; }, a.reps, 1));
-      std::fprintf(table, "%-10s %-9s %-6s %-12.3g %-12.3g %-12.3g %-12.3g %-10.3f %-10.3f\n", name.c_str(),
-                   scheduler.c_str(), ok ? "yes" : "NO", ace, rce, acr, rcr, eager_ms, compiled_ms.back());
-      if (a.json) print_bench_json({"model_" + name, compiled_impl(scheduler), "cpu", compiled_ms.back(), a.reps});
+      char text[128];
+      std::snprintf(text, sizeof text, "%-6s %-12.3g %-12.3g %-12.3g %-12.3g", ok ? "yes" : "NO",
+                    max_abs_diff(out, eager), max_rel_diff(out, eager, 1e-3), max_abs_diff(out, ref),
+                    max_rel_diff(out, ref, 1e-3));
+      checks.push_back(text);
+      runs.push_back([&m, compiled] { return compiled(m.inputs)[0]; });
+    }
+    const std::vector<double> ms = apps::interleaved_median_ms(runs, a.reps, 1);
+    const double eager_ms = ms[0];
+    const std::vector<double> compiled_ms(ms.begin() + 1, ms.end());
+    if (a.json) print_bench_json({"model_" + name, "kiln-eager", "cpu", eager_ms, a.reps});
+    for (size_t s = 0; s < a.schedulers.size(); ++s) {
+      std::fprintf(table, "%-10s %-9s %s %-10.3f %-10.3f\n", name.c_str(), a.schedulers[s].c_str(), checks[s].c_str(),
+                   eager_ms, compiled_ms[s]);
+      if (a.json) print_bench_json({"model_" + name, compiled_impl(a.schedulers[s]), "cpu", compiled_ms[s], a.reps});
     }
     for (size_t s = 1; s < compiled_ms.size(); ++s) log_ratio[s] += std::log(compiled_ms[0] / compiled_ms[s]);
     ++timed;
