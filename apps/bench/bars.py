@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 6's bars from the JSON lines of one machine's runs.
 
-    python3 apps/bench/bars.py kernels.jsonl [--models kiln_bench.jsonl]
+    python3 apps/bench/bars.py kernels.jsonl [--models kiln_bench.jsonl [models.jsonl ...]]
 
 kernels.jsonl: `kiln bench-kernels` (one run: every schedule of a generator timed in
 the same interleaved rounds). Prints, per generator, manual, Kiln, Kiln-tuned and the best
@@ -9,7 +9,8 @@ of Halide's autoschedulers for the target (CPU: Adams2019, Li2018, Mullapudi2016
 Anderson2021, Li2018, Mullapudi2016), the ratios the bars compare (higher is faster for
 kiln), their geomeans, and which bars hold. A generator where no Halide autoscheduler
 finished is left out of the comparisons with Halide, and said so.
---models: `kiln bench --scheduler both`; the geomean of rules / Kiln.
+--models: `kiln bench --scheduler both` and `kiln models --scheduler both --json`, one
+or more files of one machine; the geomean of rules / Kiln over all their workloads.
 """
 import argparse, json, math, sys
 from collections import defaultdict
@@ -17,13 +18,14 @@ from collections import defaultdict
 HALIDE = {"cpu": ["Adams2019", "Li2018", "Mullapudi2016"], "cuda": ["Anderson2021", "Li2018", "Mullapudi2016"]}
 
 
-def rows(path):
+def rows(*paths):
     out = defaultdict(dict)
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("{"):
-            d = json.loads(line)
-            out[(d["name"], d["target"])][d["impl"]] = d["ms"]
+    for path in paths:
+        for line in open(path):
+            line = line.strip()
+            if line.startswith("{"):
+                d = json.loads(line)
+                out[(d["name"], d["target"])][d["impl"]] = d["ms"]
     return out
 
 
@@ -70,8 +72,8 @@ def kernels(path):
         print(f"no Halide autoscheduler finished: {', '.join(skipped)}")
 
 
-def models(path):
-    table = rows(path)
+def models(paths):
+    table = rows(*paths)
     ratios = []
     for (name, target), r in table.items():
         if "kiln-compiled-rules" in r and "kiln-compiled-Kiln" in r:
@@ -84,7 +86,7 @@ def models(path):
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("kernels", nargs="?")
-    p.add_argument("--models")
+    p.add_argument("--models", nargs="+")
     a = p.parse_args()
     if not a.kernels and not a.models:
         p.error("give a bench-kernels file, --models FILE, or both")
