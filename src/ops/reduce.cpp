@@ -269,7 +269,10 @@ OpDef softmax_op(const std::string& name, bool log_form) {
     c.stages->push_back({m});
     c.stages->push_back({s});
     Func out(name);
-    Expr y = log_form ? x(v) - m(at0) - Halide::log(s(at0)) : e(v) / s(at0);
+    // Each exp times the row's reciprocal sum, as PyTorch's CPU kernel computes it: a
+    // vector division per element took a 1024 x 4096 softmax from 1.05 to 1.28 ms on a
+    // 2-core AVX-512 VM (division issues far slower than multiplication).
+    Expr y = log_form ? x(v) - m(at0) - Halide::log(s(at0)) : e(v) * (Halide::cast(ct, 1) / s(at0));
     out(v) = algo::to_storage(y, c.output.dtype);
     return out;
   };
