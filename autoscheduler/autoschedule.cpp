@@ -24,20 +24,33 @@ std::string ms_text(double ms) {
 
 }  // namespace
 
-std::optional<ScheduleOutcome> apply_tuned_entry(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                                                 const MachineModel& machine, const std::string& path,
-                                                 const FixedFuncs* fixed) {
+std::optional<TuningEntry> find_tuned_entry(const std::string& fingerprint, const Halide::Target& target,
+                                            const MachineModel& machine, const std::string& path) {
   const TuningDb db = TuningDb::load(path);
   if (db.entries().empty()) {  // no file (every compile of a model that was never tuned)
     log("schedule", "tuning database " + path + ": no entries; using the cost model");
     return std::nullopt;
   }
-  const std::string fingerprint = pipeline_fingerprint(pipeline);
   const TuningEntry* e = db.find(fingerprint, tuning_target_key(target), machine.str());
   if (!e) {
     log("schedule", "tuning database " + path + ": no entry for pipeline " + fingerprint + "; using the cost model");
     return std::nullopt;
   }
+  return *e;
+}
+
+std::optional<ScheduleOutcome> apply_tuned_entry(const Halide::Pipeline& pipeline, const Halide::Target& target,
+                                                 const MachineModel& machine, const std::string& path,
+                                                 const FixedFuncs* fixed) {
+  const std::optional<TuningEntry> entry = find_tuned_entry(pipeline_fingerprint(pipeline), target, machine, path);
+  return entry ? apply_found_entry(*entry, pipeline, target, machine, path, fixed) : std::nullopt;
+}
+
+std::optional<ScheduleOutcome> apply_found_entry(const TuningEntry& entry, const Halide::Pipeline& pipeline,
+                                                 const Halide::Target& target, const MachineModel& machine,
+                                                 const std::string& path, const FixedFuncs* fixed) {
+  const TuningEntry* e = &entry;
+  const std::string& fingerprint = entry.fingerprint;
   SearchResult r;
   try {
     r = schedule_pipeline(pipeline, target, machine, &e->knobs, fixed);

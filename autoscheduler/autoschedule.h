@@ -15,6 +15,7 @@
 
 #include "machine_model.h"
 #include "search.h"
+#include "tuning_db.h"
 
 namespace kiln::autoschedule {
 
@@ -41,11 +42,18 @@ ScheduleOutcome autoschedule(const Halide::Pipeline& pipeline, const Halide::Tar
 // The tuning database's entry at `path` for `pipeline` (its fingerprint, the target, the
 // machine), applied to it; nothing where there is none, or where the entry no longer fits
 // (then a warning, and the pipeline is untouched). `fixed`: Funcs scheduled already, which
-// the search plans around (a compiled model's contractions; the fingerprint is taken with
-// their schedules applied, as `kiln tune <model>` takes it).
+// the search plans around.
 std::optional<ScheduleOutcome> apply_tuned_entry(const Halide::Pipeline& pipeline, const Halide::Target& target,
                                                  const MachineModel& machine, const std::string& path,
                                                  const FixedFuncs* fixed = nullptr);
+// The two halves of apply_tuned_entry, for a caller whose key is not the fingerprint of the
+// pipeline it schedules (a compiled model's is taken before its contractions are): the
+// entry for `fingerprint` (logged under KILN_LOG=schedule either way), and an entry applied.
+std::optional<TuningEntry> find_tuned_entry(const std::string& fingerprint, const Halide::Target& target,
+                                            const MachineModel& machine, const std::string& path);
+std::optional<ScheduleOutcome> apply_found_entry(const TuningEntry& entry, const Halide::Pipeline& pipeline,
+                                                 const Halide::Target& target, const MachineModel& machine,
+                                                 const std::string& path, const FixedFuncs* fixed = nullptr);
 
 // A complete schedule header around `body` (ScheduleOutcome::source): include guard,
 // `inline void <function>(::Halide::Pipeline pipeline, ::Halide::Target target)`, and the

@@ -45,8 +45,12 @@ StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t
   return p;
 }
 
+bool conv_tile_fits(const ConvTile& t, const MachineModel& m) {
+  return t.vectors >= 1 && t.channels >= 1 && t.vectors * t.channels + t.vectors + 1 <= m.registers;
+}
+
 ConvTile choose_conv_tile(double columns, double channels, double rows, double steps, int lanes, int bytes,
-                          const MachineModel& m, std::string* why) {
+                          const MachineModel& m, std::string* why, std::vector<std::pair<ConvTile, double>>* runner_ups) {
   // Output columns are the matmul's n (vectors of the input row, one load each per step),
   // output channels its m (a broadcast weight each); the rules' loops run every tile of a
   // row in one task.
@@ -65,12 +69,13 @@ ConvTile choose_conv_tile(double columns, double channels, double rows, double s
   ConvTile best = rules;
   Prediction best_pr = plan(rules);
   const Prediction rules_pr = best_pr;
+  std::vector<std::pair<ConvTile, double>> scored = {{rules, rules_pr.total_s}};
   for (int vectors = 1; vectors <= 4; ++vectors) {
     for (int ch = 1; ch <= 16; ++ch) {
       const ConvTile t{vectors, ch};
-      // Accumulators, the input vectors and a broadcast weight, within the register file.
-      if (vectors * ch + vectors + 1 > m.registers) continue;
+      if (!conv_tile_fits(t, m) || t == rules) continue;
       const Prediction pr = plan(t);
+      scored.push_back({t, pr.total_s});
       if (pr.total_s < best_pr.total_s * 0.99) best = t, best_pr = pr;
     }
   }
@@ -79,6 +84,15 @@ ConvTile choose_conv_tile(double columns, double channels, double rows, double s
     o << best.vectors * lanes << " columns x " << best.channels << " channels, predicted " << best_pr.str();
     if (!(best == rules)) o << " (the rules' " << rules.vectors * lanes << " x " << rules.channels << ": " << rules_pr.str() << ")";
     *why = o.str();
+  }
+  if (runner_ups) {
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    runner_ups->clear();
+    for (const auto& [t, seconds] : scored) {
+      if (t == best) continue;
+      if (runner_ups->size() == kConvRunnerUps) break;
+      runner_ups->push_back({t, seconds - best_pr.total_s});
+    }
   }
   return best;
 }
@@ -120,12 +134,14 @@ const char* fusion_name(Fusion f) {
 }
 
 bool Knobs::empty() const {
-  return tiles.empty() && bands.empty() && fusion.empty() && lanes.empty() && gpu_tiles.empty() && gpu_blocks.empty() &&
+  return tiles.empty() && bands.empty() && fusion.empty() && lanes.empty() && conv_tiles.empty() && gpu_tiles.empty() &&
+         gpu_blocks.empty() &&
          gpu_rows.empty();
 }
 
 bool Knobs::operator==(const Knobs& o) const {
-  return tiles == o.tiles && bands == o.bands && fusion == o.fusion && lanes == o.lanes && gpu_tiles == o.gpu_tiles &&
+  return tiles == o.tiles && bands == o.bands && fusion == o.fusion && lanes == o.lanes && conv_tiles == o.conv_tiles &&
+         gpu_tiles == o.gpu_tiles &&
          gpu_blocks == o.gpu_blocks && gpu_rows == o.gpu_rows;
 }
 
@@ -134,6 +150,7 @@ void Knobs::merge(const Knobs& change) {
   for (const auto& [f, b] : change.bands) bands[f] = b;
   for (const auto& [f, p] : change.fusion) fusion[f] = p;
   for (const auto& [f, l] : change.lanes) lanes[f] = l;
+  for (const auto& [f, t] : change.conv_tiles) conv_tiles[f] = t;
   for (const auto& [f, t] : change.gpu_tiles) gpu_tiles[f] = t;
   for (const auto& [f, t] : change.gpu_blocks) gpu_blocks[f] = t;
   for (const auto& [f, t] : change.gpu_rows) gpu_rows[f] = t;
@@ -146,6 +163,7 @@ std::string Knobs::str() const {
   for (const auto& [f, b] : bands) next(f) << "band " << b;
   for (const auto& [f, p] : fusion) next(f) << fusion_name(p);
   for (const auto& [f, l] : lanes) next(f) << l << " lanes";
+  for (const auto& [f, t] : conv_tiles) next(f) << "conv tile " << t.vectors << " vectors x " << t.channels << " channels";
   for (const auto& [f, t] : gpu_tiles) {
     next(f) << t.rows << "x" << t.cols << " per thread, " << t.tx << "x" << t.ty << " threads, unroll " << t.unroll;
   }
@@ -1013,7 +1031,8 @@ SearchResult schedule_pipeline(const Halide::Pipeline& pipeline, const Halide::T
 }
 
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                                         const MachineModel& machine, int n, const FixedFuncs* fixed) {
+                                         const MachineModel& machine, int n, const FixedFuncs* fixed,
+                                         const std::vector<Alternative>* before) {
   const SearchResult best = schedule_pipeline(pipeline, target, machine, nullptr, fixed);
   // A Func that `a` takes off root, where it had a loop of its own (and a lanes knob).
   auto off_root = [](const Alternative& a) {
@@ -1071,6 +1090,22 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   // The cost model's choice stays first even where a runner-up ties it.
   std::stable_sort(out.begin() + 1, out.end(),
                    [](const Candidate& a, const Candidate& b) { return a.predicted_s < b.predicted_s; });
+  if (before && !before->empty()) {
+    // Decisions made before the search (a compiled model's conv2d tiles) are predicted
+    // over their own stage, which the search's time leaves out: their extras do not rank
+    // against its runner-ups (a model's many pointwise placements are predicted nearly
+    // free, and would push every tile out of a handful of candidates). Each list keeps its
+    // own order, taken in turns.
+    std::vector<const Alternative*> pre;
+    for (const Alternative& a : *before) pre.push_back(&a);
+    std::stable_sort(pre.begin(), pre.end(), [](const Alternative* a, const Alternative* b) { return a->extra_s < b->extra_s; });
+    std::vector<Candidate> turns = {out[0]};
+    for (size_t i = 1, j = 0; i < out.size() || j < pre.size();) {
+      if (j < pre.size()) turns.push_back(with(chosen, *pre[j++]));
+      if (i < out.size()) turns.push_back(out[i++]);
+    }
+    out = std::move(turns);
+  }
   if (out.size() > size_t(std::max(n, 1))) out.resize(size_t(std::max(n, 1)));
   return out;
 }

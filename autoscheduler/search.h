@@ -51,6 +51,16 @@ struct GpuRowTiling {
   bool operator==(const GpuRowTiling& o) const = default;
 };
 
+// The register tile of a conv2d accumulator on the CPU, in the loops kiln's rules give it
+// (lower/default_schedule.h): `vectors` vectors of output columns x `channels` output
+// channels, accumulated over the whole window and all input channels, the tiles of each
+// output row one parallel task. The rules always take 2 x 4; a row narrower than two
+// vectors (resnet's later stages: 16, 8, 4 or 7 columns) then computes mostly padding.
+struct ConvTile {
+  int vectors = 2, channels = 4;
+  bool operator==(const ConvTile& o) const = default;
+};
+
 // A Func's name without the "$<n>" suffixes Halide adds to keep names unique within a
 // process: "matmul_acc$9" -> "matmul_acc". Fingerprints use it, and knobs (numbered
 // where several Funcs share one: PipelineInfo::keys), so that they hold across processes
@@ -72,6 +82,9 @@ struct Knobs {
   std::map<std::string, int> bands;                // output, row reduction -> rows per parallel task
   std::map<std::string, Fusion> fusion;            // where a Func is computed (see Fusion)
   std::map<std::string, int> lanes;                // loop making per-lane libm calls -> its vector lanes
+  // A compiled graph's conv2d accumulator -> its register tile in the rules' loops (chosen
+  // before the search, by choose_conv_tile, in kiln's graph compiler; the search ignores it).
+  std::map<std::string, ConvTile> conv_tiles;
   // The GPU search's.
   std::map<std::string, GpuContractionTiling> gpu_tiles;  // contraction -> its per-thread tiling
   std::map<std::string, GpuBlockTiling> gpu_blocks;       // one-thread-per-point kernel -> its blocks
@@ -142,8 +155,12 @@ struct Candidate {
 // Schedules `pipeline` while searching: pass a throwaway copy (with `fixed`'s schedules
 // applied, as schedule_pipeline is given them). GPU targets rank the GPU search's choices
 // the same way (per-thread tilings, blocks, rows per block).
+// `before`: runner-ups of decisions made before the search (a compiled model's conv2d
+// tiles), best predicted first, taken in turns with the search's candidates after the
+// cost model's choice (their extras are over their own stage, not the search's time).
 std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const Halide::Target& target,
-                                         const MachineModel& machine, int n, const FixedFuncs* fixed = nullptr);
+                                         const MachineModel& machine, int n, const FixedFuncs* fixed = nullptr,
+                                         const std::vector<Alternative>* before = nullptr);
 
 // A matmul-like stage, out[m][n] += a[m][k] b[k][n] over `batch` independent problems
 // (its shape), and the plan of one way to run it (a ContractionTiling). The plan is what
@@ -165,23 +182,19 @@ StagePlan contraction_plan(const ContractionShape& s, const ContractionTiling& t
 struct FuncInfo;
 ContractionShape contraction_shape(const FuncInfo& f);
 
-// The register tile of a conv2d accumulator on the CPU, in the loops kiln's rules give it
-// (lower/default_schedule.h): `vectors` vectors of output columns x `channels` output
-// channels, accumulated over the whole window and all input channels, the tiles of each
-// output row one parallel task. The rules always take 2 x 4; a row narrower than two
-// vectors (resnet's later stages: 16, 8, 4 or 7 columns) then computes mostly padding.
-struct ConvTile {
-  int vectors = 2, channels = 4;
-  bool operator==(const ConvTile& o) const = default;
-};
-
 // The tile of least predicted time (contraction_plan: columns rounded up to whole vectors,
 // channels to whole tiles; loads, accumulator chains and registers per step) for a
 // convolution of `columns` x `channels` outputs per row, `rows` rows (output rows x batch)
 // and `steps` reduction steps (input channels x window), at `lanes` lanes; the rules' 2 x 4
-// where nothing predicts 1% faster. `why`, when given, gets the prediction.
+// where nothing predicts 1% faster. `why`, when given, gets the prediction; `runner_ups`
+// the next best tiles (up to kConvRunnerUps) with how much slower each is predicted, for
+// `kiln tune <model>` to measure.
 ConvTile choose_conv_tile(double columns, double channels, double rows, double steps, int lanes, int bytes,
-                          const MachineModel& m, std::string* why = nullptr);
+                          const MachineModel& m, std::string* why = nullptr,
+                          std::vector<std::pair<ConvTile, double>>* runner_ups = nullptr);
+constexpr size_t kConvRunnerUps = 4;
+// Whether `t` fits the register file of `m` (accumulators, the input vectors, a weight).
+bool conv_tile_fits(const ConvTile& t, const MachineModel& m);
 
 // Reduction steps one iteration of the thread's loop unrolls.
 int gpu_unrolled_steps(const ContractionShape& s, int unroll);

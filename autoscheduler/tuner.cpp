@@ -58,11 +58,13 @@ TuneResult tune(const Halide::Pipeline& throwaway, const std::string& name, cons
                 const MachineModel& machine, const TuneOptions& options, const MeasureFn& measure) {
   const auto start = Clock::now();
   TuneResult r;
-  r.entry.fingerprint = pipeline_fingerprint(throwaway);  // before ranking schedules it
+  // Before ranking schedules it.
+  r.entry.fingerprint = options.fingerprint.empty() ? pipeline_fingerprint(throwaway) : options.fingerprint;
   r.entry.target = tuning_target_key(target);
   r.entry.machine = machine.str();
   r.entry.generator = name;
-  const std::vector<Candidate> candidates = ranked_candidates(throwaway, target, machine, options.candidates, options.fixed);
+  const std::vector<Candidate> candidates = ranked_candidates(throwaway, target, machine, options.candidates, options.fixed,
+                                                              &options.alternatives);
   // The first pass leaves a third of the budget to the finalists' rounds.
   const double first_pass_s = options.finalists > 0 && options.rounds > 0 ? options.budget_s * 2 / 3 : options.budget_s;
 

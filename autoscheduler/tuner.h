@@ -30,6 +30,10 @@ struct TuneOptions {
   double margin = 0.03;    // how much faster than the cost model's choice a runner-up must be
   std::ostream* progress = nullptr;  // a progress bar (stderr in `kiln tune`), or none
   const FixedFuncs* fixed = nullptr; // Funcs the throwaway has scheduled already (a compiled model's contractions)
+  // A compiled model's: its database key, taken before its contractions were scheduled
+  // (kiln::prepare_kiln_schedule_for_tuning), and the runner-ups of its conv2d tiles.
+  std::string fingerprint;              // empty: the throwaway's own
+  std::vector<Alternative> alternatives;
 };
 
 // What `measure` reports for one candidate: its time, the schedule source applied and,

@@ -72,9 +72,9 @@ void write_file(const std::string& file, const std::string& text) {
 
 // A model's forward pass, lowered as kiln::compile lowers it, scheduled by the Kiln
 // scheduler (its tuned entry where the database has one). Its contractions keep the rules'
-// loops (conv2d's register tiles sized by the cost model), which the file names but does
-// not hold: kiln::scheduled_backend gives them those loops again before it calls the file's
-// function.
+// loops (conv2d's register tiles from the tuned entry or the cost model), which the file
+// names but does not hold: kiln::scheduled_backend gives them those loops again, reading
+// the same database, before it calls the file's function.
 int autoschedule_model(const Args& a, const Halide::Target& target) {
   const ModelPipeline m = model_pipeline(a.model);
   KilnScheduleOptions options;

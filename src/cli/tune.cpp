@@ -158,11 +158,12 @@ int tune(const std::vector<std::string>& argv) {
     if (target.has_feature(Halide::Target::CUDA)) {
       for (Tensor& t : inputs) t = t.to(Device::cuda());
     }
-    // The pipeline as the Kiln scheduler receives it, contractions fixed: its fingerprint
-    // is what a later compile of the model looks up.
+    // The pipeline as the Kiln scheduler receives it, contractions fixed (conv2d with the
+    // cost model's tiles, whose runner-ups are candidates too); its key, taken before they
+    // were scheduled, is what a later compile of the model looks up.
     autoschedule::FixedFuncs fixed;
     const LoweredGraph throwaway = lower_and_schedule(m.graph, target, [&](LoweredGraph& l, const Halide::Target& t) {
-      fixed = prepare_kiln_schedule(l, t, m.sizes);
+      fixed = prepare_kiln_schedule_for_tuning(l, t, m.sizes, &options.fingerprint, &options.alternatives);
     });
     options.fixed = &fixed;
     fixed_funcs = !fixed.empty();

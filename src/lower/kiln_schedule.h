@@ -14,7 +14,8 @@
 namespace kiln {
 
 namespace autoschedule {
-struct Knobs;  // autoscheduler/search.h (not installed with kiln's headers)
+struct Knobs;        // autoscheduler/search.h (not installed with kiln's headers)
+struct Alternative;  // idem
 }  // namespace autoschedule
 
 // Concrete sizes the search plans for, kiln order (dim 0 outermost): one entry per
@@ -35,23 +36,6 @@ struct KilnSchedule {
   bool tuned = false;              // the tuning database's entry was applied
 };
 
-// Sets the estimates on the pipeline's inputs and outputs and gives the contractions the
-// default rules' loops and register tiles (apply_default_cpu_contraction_schedule on a CPU,
-// each conv2d's tile sized by the cost model, autoschedule::choose_conv_tile;
-// apply_default_gpu_matmul_schedule for a CUDA target's matmuls): the pipeline as Kiln's
-// search receives it, and what the search must leave alone (autoschedule::FixedFuncs: by
-// Func name, true where left inline). Its fingerprint, taken now, is the pipeline's key in
-// the tuning database.
-std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
-                                               const SizeEstimates& sizes);
-
-// The Func of `pipeline` that `key` names: its name without Halide's "$<n>" suffix,
-// numbered "#2", "#3" where several Funcs share it, in an order that depends only on the
-// pipeline's structure (the knobs' keys). Schedule files of models (`kiln autoschedule
-// <model>`) find their Funcs this way, since the suffixes, and so pipeline.get_func's
-// order, differ from process to process. A key the pipeline lacks is a kiln::Error.
-Halide::Func pipeline_func(const Halide::Pipeline& pipeline, const std::string& key);
-
 struct KilnScheduleOptions {
   // A candidate's choices (what `kiln tune <model>` times), replacing the cost model's; a
   // knob that does not fit the pipeline is a kiln::Error.
@@ -60,10 +44,37 @@ struct KilnScheduleOptions {
   std::string db;
 };
 
+// Sets the estimates on the pipeline's inputs and outputs and gives the contractions the
+// default rules' loops (apply_default_cpu_contraction_schedule on a CPU: matmul with the
+// rules' register tiles, conv2d with the tile its knob names, from `options.knobs` or else
+// the tuning database's entry, or else the one the cost model predicts fastest,
+// autoschedule::choose_conv_tile; apply_default_gpu_matmul_schedule for a CUDA target's
+// matmuls): the pipeline as Kiln's search receives it, and what the search must leave
+// alone (autoschedule::FixedFuncs: by Func name, true where left inline). A conv tile knob
+// that does not fit the pipeline is a kiln::Error; a database entry's, a warning (the
+// entry is not used).
+std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
+                                               const SizeEstimates& sizes, const KilnScheduleOptions& options = {});
+
+// For `kiln tune <model>`: prepare_kiln_schedule with the cost model's conv2d tiles (no
+// database), and what the tuner needs besides: the pipeline's key in the tuning database
+// (its fingerprint with the estimates set, before anything is scheduled, so that no
+// contraction's tile changes it) and the runner-ups of the conv2d tiles.
+std::map<std::string, bool> prepare_kiln_schedule_for_tuning(LoweredGraph& lowered, const Halide::Target& target,
+                                                          const SizeEstimates& sizes, std::string* fingerprint,
+                                                          std::vector<autoschedule::Alternative>* conv_alternatives);
+
+// The Func of `pipeline` that `key` names: its name without Halide's "$<n>" suffix,
+// numbered "#2", "#3" where several Funcs share it, in an order that depends only on the
+// pipeline's structure (the knobs' keys). Schedule files of models (`kiln autoschedule
+// <model>`) find their Funcs this way, since the suffixes, and so pipeline.get_func's
+// order, differ from process to process. A key the pipeline lacks is a kiln::Error.
+Halide::Func pipeline_func(const Halide::Pipeline& pipeline, const std::string& key);
+
 // prepare_kiln_schedule, then kiln's search plans the rest (KILN_LOG=schedule,fusion
 // prints each decision): with knobs, theirs; else the tuning database's entry for this
-// pipeline, target and machine where there is one (KILN_TUNING_DB=none: never); else the
-// cost model's choice.
+// pipeline (its fingerprint with the estimates set, before anything is scheduled), target
+// and machine where there is one (KILN_TUNING_DB=none: never); else the cost model's choice.
 KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes,
                                  const KilnScheduleOptions& options = {});
 

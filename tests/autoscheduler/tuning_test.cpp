@@ -15,7 +15,9 @@
 #include "tuner.h"
 #include "fingerprint.h"
 #include "kernel_spec.h"
+#include "../core/log_capture.h"
 #include "kiln.h"
+#include "lower/kiln_schedule.h"
 #include "lower/kernel.h"
 #include "lower/scheduler.h"
 #include "models/models.h"
@@ -534,7 +536,7 @@ TEST(Tuning, KnobKeysOfRepeatedFuncsHoldWhateverTheProcessMadeBefore) {
     std::map<std::string, std::string> out;  // key -> its Func's stable name and extents
     size_t funcs = 0;
     kiln::lower_and_schedule(g, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
-      kiln::prepare_kiln_schedule(l, t, sizes);
+      kiln::prepare_kiln_schedule(l, t, sizes, {nullptr, "none"});
       const as::PipelineInfo info = as::analyze(l.pipeline());
       for (const auto& [name, f] : info.funcs) {
         std::ostringstream d;
@@ -552,3 +554,102 @@ TEST(Tuning, KnobKeysOfRepeatedFuncsHoldWhateverTheProcessMadeBefore) {
   kiln::apps::make_model("mlp").forward(kiln::apps::make_model("mlp").inputs);  // other Funcs, other "$n"
   EXPECT_EQ(keys(), first);
 }
+
+namespace {
+
+// A compiled model with two narrow convolutions (a resnet stage on 8 x 8 images), lowered
+// as kiln::compile lowers it.
+struct ConvModel {
+  kiln::Tensor w1 = kiln::rand({24, 16, 3, 3}, 31, -0.2, 0.2), w2 = kiln::rand({24, 24, 3, 3}, 32, -0.2, 0.2);
+  std::vector<kiln::Tensor> inputs = {kiln::randn({2, 16, 8, 8}, 33)};
+  kiln::TensorFn fn = [this](const std::vector<kiln::Tensor>& in) {
+    return std::vector<kiln::Tensor>{kiln::relu(kiln::conv2d(kiln::relu(kiln::conv2d(in[0], w1, {}, {1}, {1})), w2, {}, {1}, {1}))};
+  };
+  kiln::Graph graph = kiln::trace(fn, inputs);
+  kiln::SizeEstimates sizes = kiln::estimates_from(graph, inputs);
+};
+
+}  // namespace
+
+// In a compiled model each conv2d's register tile is a knob (chosen before the search, in
+// the rules' loops): its runner-ups are candidates of `kiln tune <model>`, a candidate's
+// tile is what its compile uses and computes the same results, a tuned entry's tile is
+// what a later compile uses (the entry's key is taken before any tile is applied), and a
+// tile the pipeline cannot take is an error naming it.
+TEST(Tuning, AModelsConvolutionTilesAreKnobs) {
+  ConvModel model;
+  std::string fingerprint;
+  std::vector<as::Alternative> conv_alternatives;
+  as::FixedFuncs fixed;
+  const kiln::LoweredGraph throwaway = kiln::lower_and_schedule(model.graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
+    fixed = kiln::prepare_kiln_schedule_for_tuning(l, t, model.sizes, &fingerprint, &conv_alternatives);
+  });
+  EXPECT_EQ(fingerprint.size(), 16u);
+  ASSERT_EQ(conv_alternatives.size(), 2 * as::kConvRunnerUps);
+  for (const as::Alternative& a : conv_alternatives) {
+    EXPECT_EQ(a.change.conv_tiles.size(), 1u) << a.change.str();
+    EXPECT_GE(a.extra_s, 0);
+  }
+  const std::vector<as::Candidate> candidates =
+      as::ranked_candidates(throwaway.pipeline(), host(), as::machine_model(host()), 64, &fixed, &conv_alternatives);
+  const auto with_tile = std::find_if(candidates.begin(), candidates.end(),
+                                      [](const as::Candidate& c) { return !c.knobs.conv_tiles.empty(); });
+  ASSERT_NE(with_tile, candidates.end()) << "no candidate varies a conv tile";
+  const as::Knobs knobs = with_tile->knobs;
+  const auto [key, tile] = *knobs.conv_tiles.begin();
+
+  // The candidate compiled as `kiln tune` compiles it: its tile, logged, and eager's results.
+  auto compile_with = [&](const kiln::KilnScheduleOptions& options, std::string* log) {
+    std::shared_ptr<kiln::Kernel> kernel;
+    *log = kiln::testing::logged("schedule", [&] {
+      kernel = std::make_shared<kiln::Kernel>(model.graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
+        kiln::apply_kiln_schedule(l, t, model.sizes, options);
+      });
+    });
+    return kernel->run(model.inputs)[0];
+  };
+  const int lanes = host().natural_vector_size<float>();
+  const std::string logged_tile = "register tiles of " + std::to_string(tile.vectors * lanes) + " columns x " +
+                                  std::to_string(tile.channels) + " channels (knob)";
+  std::string log;
+  const kiln::Tensor eager = model.fn(model.inputs)[0];
+  EXPECT_TRUE(kiln::allclose(compile_with({&knobs, "none"}, &log), eager, 1e-4, 1e-5));
+  EXPECT_NE(log.find(logged_tile), std::string::npos) << log;
+
+  // Saved as `kiln tune` saves it, under the key taken before the tiles: a compile that
+  // reads the database uses the tile and the rest of the entry.
+  kiln::as_test::TempDir dir;
+  as::TuningDb db = as::TuningDb::load(dir.file("db.json"));
+  as::TuningEntry e;
+  e.fingerprint = fingerprint;
+  e.target = as::tuning_target_key(host());
+  e.machine = as::machine_model(host()).str();
+  e.generator = "conv_model";
+  e.knobs = knobs;
+  e.measured_ms = 1;
+  e.date = "2026-12-05";
+  db.put(e);
+  db.save();
+  EXPECT_TRUE(kiln::allclose(compile_with({nullptr, dir.file("db.json")}, &log), eager, 1e-4, 1e-5));
+  EXPECT_NE(log.find(logged_tile), std::string::npos) << log;
+  EXPECT_NE(log.find("using the tuned entry for conv_model (" + fingerprint), std::string::npos) << log;
+
+  // Tiles the pipeline cannot take: a conv2d it lacks, more registers than the file holds.
+  as::Knobs stale;
+  stale.conv_tiles["conv2d_acc#9"] = {1, 8};
+  as::Knobs too_big;
+  too_big.conv_tiles[key] = {4, 16};
+  for (const auto& [bad, message] : {std::pair{stale, std::string("names the conv2d 'conv2d_acc#9', which this pipeline lacks")},
+                                     std::pair{too_big, key + "'s tile (4 vectors x 16 channels) does not fit"}}) {
+    try {
+      const kiln::KilnScheduleOptions options{&bad, "none"};
+      kiln::Kernel(model.graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
+        kiln::apply_kiln_schedule(l, t, model.sizes, options);
+      });
+      ADD_FAILURE() << "no error for " << bad.str();
+    } catch (const kiln::Error& err) {
+      EXPECT_NE(std::string(err.what()).find(message), std::string::npos) << err.what();
+    }
+  }
+}
+
