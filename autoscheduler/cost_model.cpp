@@ -15,6 +15,23 @@ double bandwidth_for(double working_set, const MachineModel& m, bool* per_core) 
   return m.dram_gbps * 1e9;
 }
 
+namespace {
+
+// The busiest core's work x the cores used / all the work, for tasks of `sizes` handed
+// out in order to whichever of `cores` cores is free first.
+double queue_unevenness(const std::vector<double>& sizes, int cores) {
+  const size_t used = std::min(sizes.size(), size_t(std::max(1, cores)));
+  std::vector<double> busy(used, 0.0);
+  double total = 0;
+  for (double size : sizes) {
+    *std::min_element(busy.begin(), busy.end()) += size;
+    total += size;
+  }
+  return total > 0 ? *std::max_element(busy.begin(), busy.end()) * double(used) / total : 1.0;
+}
+
+}  // namespace
+
 Prediction predict(const StagePlan& plan, const MachineModel& m) {
   Prediction p;
   const double tasks = std::max(1.0, plan.tasks);
@@ -47,7 +64,9 @@ Prediction predict(const StagePlan& plan, const MachineModel& m) {
   // the OS takes some), so when the queue runs dry each core is on average half a task
   // from done, idle for half a task's time.
   const double tail = 1.0 + 0.5 * m.cores / tasks;
-  const double waste = tasks < m.cores ? 1.0 : std::max(waves * m.cores / tasks, tail);
+  const double uneven = plan.task_sizes.empty() ? 1.0 : queue_unevenness(plan.task_sizes, m.cores);
+  const double wave = plan.task_sizes.empty() ? waves * m.cores / tasks : uneven;
+  const double waste = tasks < m.cores ? uneven : std::max(wave, tail);
   p.overhead_s = tasks > 1 ? tasks * m.task_us * 1e-6 / cores : 0.0;
   p.total_s = (p.compute_s + p.memory_s) * waste + p.overhead_s;
   return p;

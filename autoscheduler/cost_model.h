@@ -14,7 +14,9 @@
 //   imbalance= the idle share of the end of the stage: the last partial wave,
 //              ceil(tasks / cores) / (tasks / cores), or half a task per core, the
 //              tail of a work queue whose cores do not run in lockstep
-//              (1 + cores / (2 x tasks)), whichever is larger;
+//              (1 + cores / (2 x tasks)), whichever is larger; for tasks of unequal
+//              sizes, the busiest core's share of a queue that hands them out in order
+//              (StagePlan::task_sizes) instead of the last wave;
 //
 // Compute and memory are added rather than overlapped: pessimistic, but it ranks
 // candidates the same way and keeps each term visible in the logs.
@@ -40,6 +42,10 @@ struct StagePlan {
   int chains = 0;               // independent accumulators an FMA waits on (0: none, not latency-bound)
   std::vector<Stream> streams;  // memory traffic
   double tasks = 1;             // parallel tasks (1: serial)
+  // Where tasks differ in size: their relative sizes, in the order the work queue hands
+  // them out (empty: all equal). predict then takes the busiest core's share of them
+  // instead of the last partial wave, which assumes equal tasks.
+  std::vector<double> task_sizes;
 };
 
 struct Prediction {

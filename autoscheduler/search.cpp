@@ -97,6 +97,101 @@ ConvTile choose_conv_tile(double columns, double channels, double rows, double s
   return best;
 }
 
+bool matmul_tasks_valid(const MatmulTasks& t) { return t.band >= 1 && t.column_tiles >= 0; }
+
+StagePlan matmul_tasks_plan(const ContractionShape& s, int rows, int vectors, int lanes, const MatmulTasks& t) {
+  // Arithmetic, loads and registers are the register tile's, whatever the tasks.
+  StagePlan p = contraction_plan(s, ContractionTiling{rows, vectors, lanes, 0, 1, true});
+  const double tile_cols = double(vectors) * lanes;
+  const double row_tiles = std::ceil(s.m / rows), col_tiles = std::ceil(s.n / tile_cols);
+  const double band = std::min(double(t.band), row_tiles);
+  const double per_task = t.column_tiles > 0 ? std::min(double(t.column_tiles), col_tiles) : col_tiles;
+  const double bands = std::ceil(row_tiles / band), groups = std::ceil(col_tiles / per_task);
+  const double a_bytes = s.m * s.k * s.bytes, b_bytes = s.k * s.n * s.bytes;
+  // What a task keeps in L2: one column tile of b and the band's rows of a.
+  const double near = s.k * tile_cols * s.bytes + band * rows * s.k * s.bytes;
+  p.streams.clear();
+  // b: each task reads its columns once from wherever b lives, the band's other row
+  // tiles again from L2; a: the band's rows once per task, from L2 per further column tile.
+  p.streams.push_back({bands * b_bytes * s.batch, b_bytes});
+  p.streams.push_back({(row_tiles - bands) * b_bytes * s.batch, near});
+  p.streams.push_back({groups * a_bytes * s.batch, a_bytes});
+  p.streams.push_back({(col_tiles - groups) * a_bytes * s.batch, near});
+  p.streams.push_back({s.m * s.n * s.bytes * s.batch, s.m * s.n * s.bytes * s.batch});
+  p.tasks = bands * groups * s.batch;
+  // Tasks run band by band, column groups within a band; the last of each may be short.
+  // A queue of many thousands evens out anyway.
+  if (p.tasks <= 16384) {
+    std::vector<double> sizes;
+    for (double b = 0; b < s.batch; ++b) {
+      for (double r = 0; r < bands; ++r) {
+        for (double g = 0; g < groups; ++g) {
+          sizes.push_back(std::min(band, row_tiles - r * band) * std::min(per_task, col_tiles - g * per_task));
+        }
+      }
+    }
+    p.task_sizes = std::move(sizes);
+  }
+  return p;
+}
+
+MatmulTasks choose_matmul_tasks(const ContractionShape& s, int rows, int vectors, int lanes, const MachineModel& m,
+                                std::string* why, std::vector<std::pair<MatmulTasks, double>>* runner_ups) {
+  auto plan = [&](const MatmulTasks& t) { return matmul_tasks_plan(s, rows, vectors, lanes, t); };
+  const MatmulTasks rules;
+  const Prediction rules_pr = predict(plan(rules), m);
+  struct Scored {
+    MatmulTasks tasks;
+    Prediction prediction;
+    double count;  // parallel tasks
+  };
+  std::vector<Scored> scored = {{rules, rules_pr, plan(rules).tasks}};
+  const double row_tiles = std::ceil(s.m / rows), col_tiles = std::ceil(s.n / (double(vectors) * lanes));
+  // Larger bands than the rules' would hold more of a in L2 than they plan for.
+  for (int band = 1; band <= rules.band; band *= 2) {
+    if (band > 1 && band / 2 >= row_tiles) break;  // the same tasks as the smaller band
+    for (int columns = 0; columns == 0 || columns < col_tiles; columns = columns == 0 ? 1 : 2 * columns) {
+      const MatmulTasks t{band, columns};
+      if (t == rules) continue;
+      const StagePlan p = plan(t);
+      scored.push_back({t, predict(p, m), p.tasks});
+    }
+  }
+  // Of the choices within 2% of the fastest, the fewest tasks: the model does not see
+  // what smaller tasks lose (L1 reuse, prefetch runs), nor noise that small; and the
+  // rules' unless that is 3% faster.
+  double fastest = rules_pr.total_s;
+  for (const Scored& c : scored) fastest = std::min(fastest, c.prediction.total_s);
+  const Scored* pick = nullptr;
+  for (const Scored& c : scored) {
+    if (c.prediction.total_s <= fastest * 1.02 && (!pick || c.count < pick->count)) pick = &c;
+  }
+  if (pick->prediction.total_s > rules_pr.total_s * 0.97) pick = &scored[0];
+  const MatmulTasks best = pick->tasks;
+  const Prediction best_pr = pick->prediction;
+  auto str = [](const MatmulTasks& t) {
+    return std::to_string(t.band) + " row tiles x " + (t.column_tiles ? std::to_string(t.column_tiles) : std::string("all")) +
+           " column tiles";
+  };
+  if (why) {
+    std::ostringstream o;
+    o << "tasks of " << str(best) << ", predicted " << best_pr.str();
+    if (!(best == rules)) o << " (the rules' " << str(rules) << ": " << rules_pr.str() << ")";
+    *why = o.str();
+  }
+  if (runner_ups) {
+    std::stable_sort(scored.begin(), scored.end(),
+                     [](const Scored& a, const Scored& b) { return a.prediction.total_s < b.prediction.total_s; });
+    runner_ups->clear();
+    for (const Scored& c : scored) {
+      if (c.tasks == best) continue;
+      if (runner_ups->size() == kMatmulRunnerUps) break;
+      runner_ups->push_back({c.tasks, c.prediction.total_s - best_pr.total_s});
+    }
+  }
+  return best;
+}
+
 ContractionShape contraction_shape(const FuncInfo& f) {
   ContractionShape s;
   s.n = double(f.extents[0]);
@@ -134,15 +229,13 @@ const char* fusion_name(Fusion f) {
 }
 
 bool Knobs::empty() const {
-  return tiles.empty() && bands.empty() && fusion.empty() && lanes.empty() && conv_tiles.empty() && gpu_tiles.empty() &&
-         gpu_blocks.empty() &&
-         gpu_rows.empty();
+  return tiles.empty() && bands.empty() && fusion.empty() && lanes.empty() && conv_tiles.empty() && matmul_tasks.empty() &&
+         gpu_tiles.empty() && gpu_blocks.empty() && gpu_rows.empty();
 }
 
 bool Knobs::operator==(const Knobs& o) const {
   return tiles == o.tiles && bands == o.bands && fusion == o.fusion && lanes == o.lanes && conv_tiles == o.conv_tiles &&
-         gpu_tiles == o.gpu_tiles &&
-         gpu_blocks == o.gpu_blocks && gpu_rows == o.gpu_rows;
+         matmul_tasks == o.matmul_tasks && gpu_tiles == o.gpu_tiles && gpu_blocks == o.gpu_blocks && gpu_rows == o.gpu_rows;
 }
 
 void Knobs::merge(const Knobs& change) {
@@ -151,6 +244,7 @@ void Knobs::merge(const Knobs& change) {
   for (const auto& [f, p] : change.fusion) fusion[f] = p;
   for (const auto& [f, l] : change.lanes) lanes[f] = l;
   for (const auto& [f, t] : change.conv_tiles) conv_tiles[f] = t;
+  for (const auto& [f, t] : change.matmul_tasks) matmul_tasks[f] = t;
   for (const auto& [f, t] : change.gpu_tiles) gpu_tiles[f] = t;
   for (const auto& [f, t] : change.gpu_blocks) gpu_blocks[f] = t;
   for (const auto& [f, t] : change.gpu_rows) gpu_rows[f] = t;
@@ -164,6 +258,10 @@ std::string Knobs::str() const {
   for (const auto& [f, p] : fusion) next(f) << fusion_name(p);
   for (const auto& [f, l] : lanes) next(f) << l << " lanes";
   for (const auto& [f, t] : conv_tiles) next(f) << "conv tile " << t.vectors << " vectors x " << t.channels << " channels";
+  for (const auto& [f, t] : matmul_tasks) {
+    next(f) << "tasks of " << t.band << " row tiles x " << (t.column_tiles ? std::to_string(t.column_tiles) : "all")
+            << " column tiles";
+  }
   for (const auto& [f, t] : gpu_tiles) {
     next(f) << t.rows << "x" << t.cols << " per thread, " << t.tx << "x" << t.ty << " threads, unroll " << t.unroll;
   }
@@ -1091,7 +1189,7 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   std::stable_sort(out.begin() + 1, out.end(),
                    [](const Candidate& a, const Candidate& b) { return a.predicted_s < b.predicted_s; });
   if (before && !before->empty()) {
-    // Decisions made before the search (a compiled model's conv2d tiles) are predicted
+    // Decisions made before the search (a compiled model's conv2d tiles, matmul tasks) are predicted
     // over their own stage, which the search's time leaves out: their extras do not rank
     // against its runner-ups (a model's many pointwise placements are predicted nearly
     // free, and would push every tile out of a handful of candidates). Each list keeps its

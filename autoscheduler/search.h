@@ -61,6 +61,18 @@ struct ConvTile {
   bool operator==(const ConvTile& o) const = default;
 };
 
+// How a matmul accumulator's register tiles are divided into parallel tasks in the loops
+// kiln's rules give it (lower/default_schedule.h): `band` row tiles per task, and
+// `column_tiles` column tiles per task (0: all of them). Within a task each column tile
+// of b (k x tile columns) is read from far memory once and from L2 by the band's other
+// row tiles, and the band's rows of a stay in L2 across its column tiles. The rules take
+// 8 row tiles and all the columns: few, unequal tasks on small batches (64 rows make 11
+// row tiles: tasks of 8 and 3, one core idle most of the time).
+struct MatmulTasks {
+  int band = 8, column_tiles = 0;
+  bool operator==(const MatmulTasks& o) const = default;
+};
+
 // A Func's name without the "$<n>" suffixes Halide adds to keep names unique within a
 // process: "matmul_acc$9" -> "matmul_acc". Fingerprints use it, and knobs (numbered
 // where several Funcs share one: PipelineInfo::keys), so that they hold across processes
@@ -85,6 +97,9 @@ struct Knobs {
   // A compiled graph's conv2d accumulator -> its register tile in the rules' loops (chosen
   // before the search, by choose_conv_tile, in kiln's graph compiler; the search ignores it).
   std::map<std::string, ConvTile> conv_tiles;
+  // A compiled graph's matmul accumulator -> its tasks in the rules' loops (the same way:
+  // choose_matmul_tasks, before the search).
+  std::map<std::string, MatmulTasks> matmul_tasks;
   // The GPU search's.
   std::map<std::string, GpuContractionTiling> gpu_tiles;  // contraction -> its per-thread tiling
   std::map<std::string, GpuBlockTiling> gpu_blocks;       // one-thread-per-point kernel -> its blocks
@@ -195,6 +210,24 @@ ConvTile choose_conv_tile(double columns, double channels, double rows, double s
 constexpr size_t kConvRunnerUps = 4;
 // Whether `t` fits the register file of `m` (accumulators, the input vectors, a weight).
 bool conv_tile_fits(const ConvTile& t, const MachineModel& m);
+
+// The plan of a matmul of shape `s` in the rules' loops: register tiles of `rows` x
+// `vectors` vectors of `lanes` (the rules'), divided into tasks by `t`. Column tiles of b
+// and the band's rows of a are reused from L2 within a task and read from farther once
+// per task; unequal tasks (a ragged last band or column group) are queued in order.
+StagePlan matmul_tasks_plan(const ContractionShape& s, int rows, int vectors, int lanes, const MatmulTasks& t);
+
+// The tasks of least predicted time (matmul_tasks_plan; bands of up to the rules' 8 row
+// tiles, column groups of any power of two tiles) for a matmul of shape `s` with the rules'
+// register tiles; the rules' 8 row tiles and all columns where nothing predicts 3% faster.
+// `why` and `runner_ups` as for choose_conv_tile.
+MatmulTasks choose_matmul_tasks(const ContractionShape& s, int rows, int vectors, int lanes, const MachineModel& m,
+                                std::string* why = nullptr,
+                                std::vector<std::pair<MatmulTasks, double>>* runner_ups = nullptr);
+// Whether `t` can divide a matmul's tiles: at least one row tile per band, and column
+// tiles per task at least 1 or 0 (all).
+bool matmul_tasks_valid(const MatmulTasks& t);
+constexpr size_t kMatmulRunnerUps = 4;
 
 // Reduction steps one iteration of the thread's loop unrolls.
 int gpu_unrolled_steps(const ContractionShape& s, int unroll);

@@ -31,7 +31,8 @@ struct TuneOptions {
   std::ostream* progress = nullptr;  // a progress bar (stderr in `kiln tune`), or none
   const FixedFuncs* fixed = nullptr; // Funcs the throwaway has scheduled already (a compiled model's contractions)
   // A compiled model's: its database key, taken before its contractions were scheduled
-  // (kiln::prepare_kiln_schedule_for_tuning), and the runner-ups of its conv2d tiles.
+  // (kiln::prepare_kiln_schedule_for_tuning), and the runner-ups of its conv2d tiles and
+  // matmul tasks.
   std::string fingerprint;              // empty: the throwaway's own
   std::vector<Alternative> alternatives;
 };

@@ -19,7 +19,7 @@ namespace kiln::autoschedule {
 namespace {
 
 json::Value knobs_to_json(const Knobs& k) {
-  json::Object tiles, bands, fusion, lanes, conv_tiles, gpu_tiles, gpu_blocks, gpu_rows;
+  json::Object tiles, bands, fusion, lanes, conv_tiles, matmul_tasks, gpu_tiles, gpu_blocks, gpu_rows;
   for (const auto& [f, t] : k.tiles) {
     tiles[f] = json::Object{{"rows", t.rows},   {"vectors", t.vectors}, {"lanes", t.lanes},
                             {"block", t.block}, {"band", t.band},       {"parallel", t.parallel}};
@@ -28,14 +28,17 @@ json::Value knobs_to_json(const Knobs& k) {
   for (const auto& [f, p] : k.fusion) fusion[f] = std::string(fusion_name(p));
   for (const auto& [f, l] : k.lanes) lanes[f] = l;
   for (const auto& [f, t] : k.conv_tiles) conv_tiles[f] = json::Object{{"vectors", t.vectors}, {"channels", t.channels}};
+  for (const auto& [f, t] : k.matmul_tasks) {
+    matmul_tasks[f] = json::Object{{"band", t.band}, {"column_tiles", t.column_tiles}};
+  }
   for (const auto& [f, t] : k.gpu_tiles) {
     gpu_tiles[f] = json::Object{{"rows", t.rows}, {"cols", t.cols}, {"tx", t.tx}, {"ty", t.ty}, {"unroll", t.unroll}};
   }
   for (const auto& [f, t] : k.gpu_blocks) gpu_blocks[f] = json::Object{{"tx", t.tx}, {"ty", t.ty}, {"e", t.e}};
   for (const auto& [f, t] : k.gpu_rows) gpu_rows[f] = json::Object{{"threads", t.threads}, {"rows", t.rows}};
   return json::Object{{"tiles", tiles},         {"bands", bands},           {"fusion", fusion},     {"lanes", lanes},
-                      {"conv_tiles", conv_tiles}, {"gpu_tiles", gpu_tiles}, {"gpu_blocks", gpu_blocks},
-                      {"gpu_rows", gpu_rows}};
+                      {"conv_tiles", conv_tiles}, {"matmul_tasks", matmul_tasks}, {"gpu_tiles", gpu_tiles},
+                      {"gpu_blocks", gpu_blocks}, {"gpu_rows", gpu_rows}};
 }
 
 int integer(const json::Value& v) {
@@ -44,8 +47,8 @@ int integer(const json::Value& v) {
   return int(d);
 }
 
-// The object under `key`, or an empty one (entries written before GPU, fusion, lanes or
-// conv tile knobs lack them).
+// The object under `key`, or an empty one (entries written before GPU, fusion, lanes,
+// conv tile or matmul task knobs lack them).
 const json::Object& object_or_empty(const json::Value& v, const std::string& key) {
   static const json::Object empty;
   return v.has(key) ? v.at(key).as_object() : empty;
@@ -69,6 +72,9 @@ Knobs knobs_from_json(const json::Value& v) {
   for (const auto& [f, l] : object_or_empty(v, "lanes")) k.lanes[f] = integer(l);
   for (const auto& [f, t] : object_or_empty(v, "conv_tiles")) {
     k.conv_tiles[f] = {integer(t.at("vectors")), integer(t.at("channels"))};
+  }
+  for (const auto& [f, t] : object_or_empty(v, "matmul_tasks")) {
+    k.matmul_tasks[f] = {integer(t.at("band")), integer(t.at("column_tiles"))};
   }
   for (const auto& [f, t] : object_or_empty(v, "gpu_tiles")) {
     k.gpu_tiles[f] = {integer(t.at("rows")), integer(t.at("cols")), integer(t.at("tx")), integer(t.at("ty")),

@@ -135,12 +135,10 @@ void schedule_conv_accumulator(Func acc, const Halide::Target& target, const Cpu
 // matmul (see ops/linalg.cpp): its accumulator acc(n, m, batch...) over k. Register tiles
 // of tile_m rows x tile_n columns (a few vectors) accumulate over all of k in registers:
 // per k, tile_n / vw vector loads of b and tile_m broadcasts of a feed tile_m * tile_n / vw
-// FMAs. Row tiles are grouped into blocks so that one column panel of b (k x tile_n) is
-// reused from L2 by every row tile of the block, and the block's rows of a stay in L2 across
-// all column panels. Tiles are rounded up at the edges: matmul clamps its reads, so
-// computing past the end is safe.
-constexpr int kMatmulTileRows = 6;
-constexpr int kMatmulBlockTiles = 8;
+// FMAs. Row tiles are grouped into bands (CpuMatmulTasks) so that one column tile of b
+// (k x tile_n) is reused from L2 by every row tile of the band, and the band's rows of a
+// stay in L2 across its column tiles. Tiles are rounded up at the edges: matmul clamps
+// its reads, so computing past the end is safe.
 // Vectors of columns per register tile: the 6 x 4 = 24 accumulators, 4 vectors of b and
 // a broadcast fill AVX-512's (and NEON's) 32 vector registers; AVX2's 16 hold 6 x 2. (On
 // the 2-core Xeon, 4 vectors took the 1024x1024x4096 MLP train step from 231 to 204 ms.)
@@ -152,23 +150,36 @@ bool is_matmul_accumulator(const Func& f) { return has_prefix(f, "matmul_acc") &
 
 // The loops of the Func whose register tiles compute the matmul: tiles of tile_m rows x
 // tile_n columns (within column panels when a panel holds several tiles), row tiles in
-// blocks, blocks (and batches) in parallel. Returns the loop at which a tile is computed.
+// bands, column tiles (or panels) in groups, band x group (x batch) the parallel tasks.
+// Returns the loop at which a tile is computed.
 Var tile_matmul_loops(Func s, const std::vector<Var>& v, int vw, int tile_n, int tile_m, int panel,
-                      TailStrategy tail) {
-  Var no("no"), ni("ni"), mo("mo"), mi("mi"), mb("mb"), mt("mt"), np("np"), nw("nw");
+                      const CpuMatmulTasks& tasks, TailStrategy tail) {
+  Var no("no"), ni("ni"), mo("mo"), mi("mi"), mb("mb"), mt("mt"), np("np"), nw("nw"), ng("ng"), task("task");
+  // The outermost column loop, which column groups split: the tiles, or the panels.
+  Var columns = no;
+  int group = tasks.column_tiles;
   if (tile_n < panel) {
     // A tile's panel index (n / panel) is then its panel loop, and the index math affine.
     s.split(v[0], np, nw, panel, tail).split(nw, no, ni, tile_n, tail);
+    columns = np;
+    group = (tasks.column_tiles * tile_n + panel - 1) / panel;
   } else {
     s.split(v[0], no, ni, tile_n, tail);
   }
-  s.split(v[1], mo, mi, tile_m, tail).split(mo, mb, mt, kMatmulBlockTiles, TailStrategy::GuardWithIf);
-  if (tile_n < panel) {
-    s.reorder(ni, mi, mt, no, np, mb);
-  } else {
-    s.reorder(ni, mi, mt, no, mb);
+  s.split(v[1], mo, mi, tile_m, tail).split(mo, mb, mt, tasks.band, TailStrategy::GuardWithIf);
+  std::vector<VarOrRVar> order = {ni, mi, mt, no};
+  if (tile_n < panel) order.push_back(np);
+  if (group > 0) {
+    s.split(columns, ng, columns, group, TailStrategy::GuardWithIf);
+    order.push_back(ng);
   }
-  Var task = mb;
+  order.push_back(mb);
+  s.reorder(order);
+  if (group > 0) {
+    s.fuse(ng, mb, task);
+  } else {
+    task = mb;
+  }
   for (size_t j = 2; j < v.size(); ++j) {
     Var fused("mbf" + std::to_string(j));
     s.fuse(task, v[j], fused);
@@ -191,17 +202,17 @@ bool epilogue_host_fits(const LoweredGraph::EpilogueHost& host, const Func& acc,
 
 // `host`: the stored value that computes the matmul per tile, its pointwise epilogue
 // inlined (see LoweredGraph::epilogue_hosts); without one, a wrapper of the accumulator.
-void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const Func* host) {
+void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const Func* host, const CpuMatmulTasks& tasks) {
   std::vector<Var> v = pure_vars(acc);  // n, m, batch...
   const int vw = std::max(1, target.natural_vector_size(acc.type()));
-  const int tile_n = matmul_tile_vectors(target) * vw, tile_m = kMatmulTileRows;
+  const int tile_n = matmul_tile_vectors(target) * vw, tile_m = kCpuMatmulTileRows;
   const int panel = 64 / acc.type().bytes();  // b_panel's width (ops/linalg.cpp)
   Func tiled = host ? *host : acc.in();
   tiled.compute_root();
   // Without a host, matmul clamps its reads, so the wrapper computes whole tiles past the
   // edges; a host's columns are whole tiles (epilogue_host_fits) and its rows guarded.
   const TailStrategy tail = host ? TailStrategy::GuardWithIf : TailStrategy::RoundUp;
-  Var mt = tile_matmul_loops(tiled, host ? tiled.args() : v, vw, tile_n, tile_m, panel, tail);
+  Var mt = tile_matmul_loops(tiled, host ? tiled.args() : v, vw, tile_n, tile_m, panel, tasks, tail);
   // The accumulator covers whole tiles (rounded up, so its loops have constant extents
   // even where the host's edge tiles are guarded): one tile in registers per step of k.
   Var ao("ao"), ai("ai"), bo("bo"), bi("bi");
@@ -240,8 +251,9 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const F
     packed.compute_root().parallel(tasks).vectorize(pv[0], std::min(panel, vw));
   }
   log("schedule", acc.name() + ": register tiles of " + std::to_string(tile_m) + " rows x " +
-                      std::to_string(tile_n) + " columns, blocks of " + std::to_string(kMatmulBlockTiles) +
-                      " row tiles in parallel, b packed in panels of " + std::to_string(panel) + " columns, " +
+                      std::to_string(tile_n) + " columns, tasks of " + std::to_string(tasks.band) + " row tiles x " +
+                      (tasks.column_tiles ? std::to_string(tasks.column_tiles) : std::string("all")) +
+                      " column tiles, b packed in panels of " + std::to_string(panel) + " columns, " +
                       (host ? "computed per tile of " + tiled.name() : std::string("stored")));
 }
 
@@ -339,7 +351,7 @@ bool schedule_gpu_full_reduction(Func acc) {
 // A reduction accumulator: its own loop nest; the update parallel over kept dims, or
 // split with rfactor when everything is reduced (on the CPU).
 void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, const LoweredGraph& lowered,
-                          const CpuConvTileChoice& conv_tile = nullptr) {
+                          const CpuContractionChoices& choices = {}) {
   Func acc = stage.func;
   // On the CPU conv2d's padded input is computed per task of its convolution.
   if (!target.has_gpu_feature() && is_conv_padded_input(acc)) return;
@@ -360,16 +372,16 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, 
   if (!acc.has_update_definition()) return;
   if (is_conv_accumulator(acc)) {
     const int vw = std::max(1, target.natural_vector_size(acc.type()));
-    schedule_conv_accumulator(acc, target, conv_tile ? conv_tile(stage, vw) : CpuConvTile{});
+    schedule_conv_accumulator(acc, target, choices.conv_tile ? choices.conv_tile(stage, vw) : CpuConvTile{});
     return;
   }
   if (is_matmul_accumulator(acc)) {
+    const int vw = std::max(1, target.natural_vector_size(acc.type()));
+    const CpuMatmulTasks tasks =
+        choices.matmul_tasks ? choices.matmul_tasks(stage, vw, matmul_tile_vectors(target)) : CpuMatmulTasks{};
     auto host = lowered.epilogue_hosts.find(acc.name());
-    if (host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, acc, target)) {
-      schedule_matmul_accumulator(acc, target, &host->second.func);
-    } else {
-      schedule_matmul_accumulator(acc, target, nullptr);
-    }
+    const bool hosted = host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, acc, target);
+    schedule_matmul_accumulator(acc, target, hosted ? &host->second.func : nullptr, tasks);
     return;
   }
   Halide::Stage update = acc.update();
@@ -453,12 +465,12 @@ bool is_cpu_contraction(const StageInfo& s) {
 
 std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
                                                                    const Halide::Target& target,
-                                                                   const CpuConvTileChoice& conv_tile) {
+                                                                   const CpuContractionChoices& choices) {
   KILN_CHECK(!target.has_gpu_feature(), "the CPU contraction rules were asked to schedule for ", target.to_string());
   std::map<std::string, bool> scheduled;
   for (const StageInfo& s : lowered.stages) {
     if (!is_cpu_contraction(s)) continue;
-    schedule_accumulator(s, target, lowered, conv_tile);
+    schedule_accumulator(s, target, lowered, choices);
     scheduled[s.func.name()] = false;
     // Scheduled with it: matmul's packed panels of b, conv2d's padded input.
     for (const auto& [name, f] : Halide::Internal::find_direct_calls(s.func.function())) {

@@ -29,16 +29,35 @@ struct CpuConvTile {
 // and the target's vector lanes: how the Kiln scheduler sizes the tiles of the rules' loops.
 using CpuConvTileChoice = std::function<CpuConvTile(const StageInfo& conv, int lanes)>;
 
+// How a matmul's register tiles (kCpuMatmulTileRows rows x some vectors of columns) are
+// divided into parallel tasks on the CPU: `band` row tiles per task, each task sweeping
+// `column_tiles` column tiles (0: all), per column tile the band's row tiles. The rules
+// take 8 x all: a column tile of b is read from L2 by 7 of the band's 8 row tiles.
+struct CpuMatmulTasks {
+  int band = 8, column_tiles = 0;
+};
+constexpr int kCpuMatmulTileRows = 6;
+// The tasks of one matmul accumulator, from its stage (StageInfo::extents: n, m, batch...)
+// and its register tile (`vectors` vectors of `lanes` columns x kCpuMatmulTileRows rows).
+using CpuMatmulTasksChoice = std::function<CpuMatmulTasks(const StageInfo& matmul, int lanes, int vectors)>;
+
+// What the Kiln scheduler sizes within the rules' loops (unset: the rules' sizes).
+struct CpuContractionChoices {
+  CpuConvTileChoice conv_tile;
+  CpuMatmulTasksChoice matmul_tasks;
+};
+
 // Only the default rules' CPU contractions: every matmul and conv2d accumulator with its
 // register tiles, its epilogue host, its packed or padded operands, and the values stored
 // (or inlined) for contractions to read. The Kiln scheduler starts from these, which are
 // written for the microkernel's register budget, and plans the rest of the pipeline
 // around them. Returns what it scheduled, by Func name: true for a Func left inline,
 // false for one with loops of its own.
-// With `conv_tile`, each conv2d accumulator gets the tile it returns instead of the rules'.
+// With `choices`, each conv2d accumulator gets the tile, and each matmul accumulator the
+// tasks, that they return instead of the rules'.
 std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
                                                                    const Halide::Target& target,
-                                                                   const CpuConvTileChoice& conv_tile = nullptr);
+                                                                   const CpuContractionChoices& choices = {});
 
 // The GPU counterpart for matmuls only: each matmul accumulator with the rules' register
 // tiles per thread and its stored product, and the contraction operands stored

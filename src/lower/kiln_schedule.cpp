@@ -1,5 +1,6 @@
 #include "lower/kiln_schedule.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -68,29 +69,47 @@ bool is_conv_accumulator(const StageInfo& s) {
   return s.extents.size() == 4 && s.func.name().rfind("conv2d_acc", 0) == 0 && s.func.has_update_definition();
 }
 
+// A matmul accumulator whose sizes are all known (a dynamic one keeps the rules' tasks).
+bool is_sized_matmul_accumulator(const StageInfo& s) {
+  return s.extents.size() >= 2 && s.func.name().rfind("matmul_acc", 0) == 0 && s.func.has_update_definition() &&
+         std::find(s.extents.begin(), s.extents.end(), 0) == s.extents.end();
+}
+
 // What prepare_kiln_schedule decided.
 struct Prepared {
   autoschedule::FixedFuncs fixed;
   std::string fingerprint;                        // the tuning database's key
   std::optional<autoschedule::TuningEntry> entry;  // the database's entry for it, when read and fitting
   std::string db;                                 // the database's path, or "none"
-  std::vector<autoschedule::Alternative> conv_alternatives;
+  // Runner-ups of the sizes chosen within the rules' loops (conv2d tiles, matmul tasks).
+  std::vector<autoschedule::Alternative> alternatives;
 };
 
-// Whether every conv tile of `knobs` names a conv2d accumulator of `lowered` (by key) and
-// fits the register file; else why not.
-std::string conv_tiles_misfit(const autoschedule::Knobs& knobs, const LoweredGraph& lowered,
-                              const std::map<std::string, std::string>& key_of, const autoschedule::MachineModel& m) {
-  for (const auto& [key, t] : knobs.conv_tiles) {
-    bool found = false;
+// Whether every conv tile and matmul task knob of `knobs` names a stage of `lowered` of
+// its kind (by key) and fits; else why not.
+std::string rules_knobs_misfit(const autoschedule::Knobs& knobs, const LoweredGraph& lowered,
+                               const std::map<std::string, std::string>& key_of, const autoschedule::MachineModel& m) {
+  auto names = [&](const std::string& key, bool (*kind)(const StageInfo&)) {
     for (const StageInfo& s : lowered.stages) {
       auto k = key_of.find(s.func.name());
-      found = found || (is_conv_accumulator(s) && k != key_of.end() && k->second == key);
+      if (kind(s) && k != key_of.end() && k->second == key) return true;
     }
-    if (!found) return "it names the conv2d '" + key + "', which this pipeline lacks";
+    return false;
+  };
+  for (const auto& [key, t] : knobs.conv_tiles) {
+    if (!names(key, is_conv_accumulator)) return "it names the conv2d '" + key + "', which this pipeline lacks";
     if (!autoschedule::conv_tile_fits(t, m)) {
       return key + "'s tile (" + std::to_string(t.vectors) + " vectors x " + std::to_string(t.channels) +
              " channels) does not fit " + std::to_string(m.registers) + " vector registers";
+    }
+  }
+  for (const auto& [key, t] : knobs.matmul_tasks) {
+    if (!names(key, is_sized_matmul_accumulator)) {
+      return "it names the matmul '" + key + "', which this pipeline lacks (or whose sizes are not all static)";
+    }
+    if (!autoschedule::matmul_tasks_valid(t)) {
+      return key + "'s tasks (" + std::to_string(t.band) + " row tiles x " + std::to_string(t.column_tiles) +
+             " column tiles) are not valid: at least 1 row tile, and 1 or more column tiles or 0 for all";
     }
   }
   return "";
@@ -100,14 +119,14 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
                  const KilnScheduleOptions& options, const autoschedule::MachineModel& machine) {
   Prepared p;
   set_estimates(lowered, sizes);
-  // The key before anything is scheduled: a conv2d's tile, which the entry may hold,
-  // must not change it.
+  // The key before anything is scheduled: a conv2d's tile or a matmul's tasks, which the
+  // entry may hold, must not change it.
   p.fingerprint = autoschedule::pipeline_fingerprint(lowered.pipeline());
   p.db = options.db == "none" ? options.db : autoschedule::tuning_db_path(options.db);
   const std::map<std::string, std::string> key_of = autoschedule::func_keys(lowered.pipeline());
   if (!options.knobs && p.db != "none") p.entry = autoschedule::find_tuned_entry(p.fingerprint, target, machine, p.db);
   if (p.entry && !target.has_gpu_feature()) {
-    if (const std::string why = conv_tiles_misfit(p.entry->knobs, lowered, key_of, machine); !why.empty()) {
+    if (const std::string why = rules_knobs_misfit(p.entry->knobs, lowered, key_of, machine); !why.empty()) {
       std::cerr << "Warning: kiln tuning database " << p.db << ": the entry for " << p.entry->generator << " ("
                 << p.fingerprint << ") does not fit the pipeline: " << why << "; using the cost model\n";
       p.entry.reset();
@@ -117,19 +136,21 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
   // Contractions keep the rules' loops and packed operands (on a GPU: matmuls, whose
   // operands the rules store contiguously); the search places everything else around
   // them (reductions per row of their consumers, pointwise chains inlined or stored, loop
-  // shapes of the outputs; on a GPU conv2d too). On a CPU each conv2d's register tile
-  // within those loops is a knob, else the cost model's: the rules' two vectors of
-  // columns would compute mostly padding on a narrow row.
+  // shapes of the outputs; on a GPU conv2d too). On a CPU each conv2d's register tile and
+  // each matmul's tasks within those loops are knobs, else the cost model's: the rules'
+  // two vectors of columns would compute mostly padding on a narrow row, and their bands
+  // of 8 row tiles leave cores idle on small batches.
   if (target.has_gpu_feature()) {
     p.fixed = apply_default_gpu_matmul_schedule(lowered, target);
     return p;
   }
   if (options.knobs) {
-    if (const std::string why = conv_tiles_misfit(*options.knobs, lowered, key_of, machine); !why.empty()) {
+    if (const std::string why = rules_knobs_misfit(*options.knobs, lowered, key_of, machine); !why.empty()) {
       user_error("tuning knobs: ", why);
     }
   }
-  p.fixed = apply_default_cpu_contraction_schedule(lowered, target, [&](const StageInfo& conv, int lanes) {
+  CpuContractionChoices choices;
+  choices.conv_tile = [&](const StageInfo& conv, int lanes) {
     if (!is_conv_accumulator(conv)) return CpuConvTile{};
     const std::string& key = key_of.at(conv.func.name());
     const std::vector<int64_t>& e = conv.extents;  // ow, o, oh, n
@@ -149,10 +170,41 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     for (const auto& [other, extra_s] : runner_ups) {
       autoschedule::Knobs change;
       change.conv_tiles[key] = other;
-      p.conv_alternatives.push_back({conv.func.name(), change, extra_s});
+      p.alternatives.push_back({conv.func.name(), change, extra_s});
     }
     return CpuConvTile{t.vectors, t.channels};
-  });
+  };
+  choices.matmul_tasks = [&](const StageInfo& matmul, int lanes, int vectors) {
+    if (!is_sized_matmul_accumulator(matmul)) return CpuMatmulTasks{};
+    const std::string& key = key_of.at(matmul.func.name());
+    const std::vector<int64_t>& e = matmul.extents;  // n, m, batch...
+    autoschedule::ContractionShape shape;
+    shape.n = double(e[0]);
+    shape.m = double(e[1]);
+    for (size_t d = 2; d < e.size(); ++d) shape.batch *= double(e[d]);
+    shape.k = reduction_steps(matmul.func);
+    shape.bytes = matmul.func.type().bytes();
+    std::ostringstream what;
+    what << matmul.func.name() << " (" << e[1] << " x " << e[0] << ", k " << shape.k << ", batch " << shape.batch << ")";
+    if (knobs && knobs->matmul_tasks.count(key)) {
+      const autoschedule::MatmulTasks t = knobs->matmul_tasks.at(key);
+      log("schedule", "Kiln: " + what.str() + ": tasks of " + std::to_string(t.band) + " row tiles x " +
+                          (t.column_tiles ? std::to_string(t.column_tiles) : std::string("all")) + " column tiles (knob)");
+      return CpuMatmulTasks{t.band, t.column_tiles};
+    }
+    std::string why;
+    std::vector<std::pair<autoschedule::MatmulTasks, double>> runner_ups;
+    const autoschedule::MatmulTasks t =
+        autoschedule::choose_matmul_tasks(shape, kCpuMatmulTileRows, vectors, lanes, machine, &why, &runner_ups);
+    log("schedule", "Kiln: " + what.str() + ": " + why);
+    for (const auto& [other, extra_s] : runner_ups) {
+      autoschedule::Knobs change;
+      change.matmul_tasks[key] = other;
+      p.alternatives.push_back({matmul.func.name(), change, extra_s});
+    }
+    return CpuMatmulTasks{t.band, t.column_tiles};
+  };
+  p.fixed = apply_default_cpu_contraction_schedule(lowered, target, choices);
   return p;
 }
 
@@ -165,12 +217,12 @@ std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const H
 
 std::map<std::string, bool> prepare_kiln_schedule_for_tuning(LoweredGraph& lowered, const Halide::Target& target,
                                                           const SizeEstimates& sizes, std::string* fingerprint,
-                                                          std::vector<autoschedule::Alternative>* conv_alternatives) {
+                                                          std::vector<autoschedule::Alternative>* rules_alternatives) {
   KilnScheduleOptions options;
   options.db = "none";
   Prepared p = prepare(lowered, target, sizes, options, autoschedule::machine_model(target));
   *fingerprint = p.fingerprint;
-  *conv_alternatives = std::move(p.conv_alternatives);
+  *rules_alternatives = std::move(p.alternatives);
   return p.fixed;
 }
 

@@ -46,23 +46,23 @@ struct KilnScheduleOptions {
 
 // Sets the estimates on the pipeline's inputs and outputs and gives the contractions the
 // default rules' loops (apply_default_cpu_contraction_schedule on a CPU: matmul with the
-// rules' register tiles, conv2d with the tile its knob names, from `options.knobs` or else
-// the tuning database's entry, or else the one the cost model predicts fastest,
-// autoschedule::choose_conv_tile; apply_default_gpu_matmul_schedule for a CUDA target's
-// matmuls): the pipeline as Kiln's search receives it, and what the search must leave
-// alone (autoschedule::FixedFuncs: by Func name, true where left inline). A conv tile knob
-// that does not fit the pipeline is a kiln::Error; a database entry's, a warning (the
-// entry is not used).
+// rules' register tiles and the tasks its knob names, conv2d with the tile its knob
+// names, each knob from `options.knobs` or else the tuning database's entry, or else the
+// cost model's choice, autoschedule::choose_matmul_tasks and choose_conv_tile;
+// apply_default_gpu_matmul_schedule for a CUDA target's matmuls): the pipeline as Kiln's
+// search receives it, and what the search must leave alone (autoschedule::FixedFuncs: by
+// Func name, true where left inline). A conv tile or matmul task knob that does not fit
+// the pipeline is a kiln::Error; a database entry's, a warning (the entry is not used).
 std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
                                                const SizeEstimates& sizes, const KilnScheduleOptions& options = {});
 
-// For `kiln tune <model>`: prepare_kiln_schedule with the cost model's conv2d tiles (no
-// database), and what the tuner needs besides: the pipeline's key in the tuning database
-// (its fingerprint with the estimates set, before anything is scheduled, so that no
-// contraction's tile changes it) and the runner-ups of the conv2d tiles.
+// For `kiln tune <model>`: prepare_kiln_schedule with the cost model's conv2d tiles and
+// matmul tasks (no database), and what the tuner needs besides: the pipeline's key in the
+// tuning database (its fingerprint with the estimates set, before anything is scheduled,
+// so that no contraction's tile or tasks change it) and the runner-ups of those choices.
 std::map<std::string, bool> prepare_kiln_schedule_for_tuning(LoweredGraph& lowered, const Halide::Target& target,
                                                           const SizeEstimates& sizes, std::string* fingerprint,
-                                                          std::vector<autoschedule::Alternative>* conv_alternatives);
+                                                          std::vector<autoschedule::Alternative>* rules_alternatives);
 
 // The Func of `pipeline` that `key` names: its name without Halide's "$<n>" suffix,
 // numbered "#2", "#3" where several Funcs share it, in an order that depends only on the

@@ -76,7 +76,12 @@ Func matmul_algorithm(const std::vector<Func>& in, const OpCall& c) {
   Func acc("matmul_acc");
   acc(v) = Halide::cast(at, 0);
   acc(v) += Halide::cast(at, in[0](ia)) * Halide::cast(at, b_panel(at_b));
-  c.stages->push_back({acc, /*pure_innermost=*/true});
+  std::vector<int64_t> extents;  // n, m, batch...: the output's dims, innermost first
+  for (int d = r - 1; d >= 0; --d) {
+    const Dim& dim = c.output.shape[d];
+    extents.push_back(dim.is_static() ? dim.size : 0);
+  }
+  c.stages->push_back({acc, /*pure_innermost=*/true, /*serial=*/false, extents});
   Func out("matmul");
   out(v) = algo::to_storage(acc(v), c.output.dtype);
   return out;

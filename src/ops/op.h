@@ -71,7 +71,8 @@ struct StageInfo {
   // not be parallelized).
   bool serial = false;
   // Its pure dims' extents, innermost first, where the op knows them (conv2d's
-  // accumulator: ow, o, oh, n; 0 for a dynamic dim): a schedule sizes register tiles by them.
+  // accumulator: ow, o, oh, n; matmul's: n, m, batch...; 0 for a dynamic dim): a schedule
+  // sizes register tiles and tasks by them.
   std::vector<int64_t> extents = {};
 };
 

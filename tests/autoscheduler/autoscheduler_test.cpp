@@ -549,6 +549,62 @@ TEST(CostModel, NarrowConvolutionRowsTakeOneVectorOfColumns) {
   }
 }
 
+// Unequal tasks: a queue hands them out in order, so the busiest core sets the time.
+// (Fewer tasks than cores, so that the queue's tail does not count.)
+TEST(CostModel, UnequalTasksCostTheBusiestCoresShare) {
+  as::MachineModel m;
+  as::apply_overrides(m, "cores=4,vector_bits=512");
+  as::StagePlan even, uneven;
+  even.flops = uneven.flops = 1e9, even.lanes = uneven.lanes = 16;
+  even.tasks = uneven.tasks = 2;
+  uneven.task_sizes = {8, 3};  // 64 rows in bands of 8 row tiles of 6: 8 and 3 tiles
+  const as::Prediction e = as::predict(even, m), u = as::predict(uneven, m);
+  EXPECT_NEAR(u.total_s - u.overhead_s, (e.compute_s + e.memory_s) * 8 * 2 / 11, 1e-12);
+  // Equal sizes given explicitly cost what equal tasks do.
+  as::StagePlan listed = even;
+  listed.task_sizes = std::vector<double>(12, 5.0);
+  listed.tasks = 12;
+  even.tasks = 12;
+  EXPECT_NEAR(as::predict(listed, m).total_s, as::predict(even, m).total_s, 1e-15);
+}
+
+// The rules' matmul tasks (bands of 8 row tiles, all columns) leave a small batch with
+// few unequal tasks; a large GEMM on few cores keeps them (its b tiles reused from L2),
+// and on many cores splits its columns or bands rather than run 22 tasks on 16 cores.
+TEST(CostModel, MatmulTasksAreSizedToTheCores) {
+  as::MachineModel two;
+  as::apply_overrides(two, "cores=2,vector_bits=512,registers=32,l1=49152,l2=2097152,l3=33554432");
+  auto shape = [](double m, double n, double k, double batch) {
+    as::ContractionShape s;
+    s.m = m, s.n = n, s.k = k, s.batch = batch;
+    return s;
+  };
+  auto tasks = [](const as::ContractionShape& s, const as::MatmulTasks& t) {
+    return as::matmul_tasks_plan(s, 6, 4, 16, t).tasks;
+  };
+  // The apps/ MLP: 64 rows are 11 row tiles, 2 tasks of 8 and 3 under the rules.
+  const as::ContractionShape mlp = shape(64, 512, 512, 1);
+  std::string why;
+  const as::MatmulTasks small = as::choose_matmul_tasks(mlp, 6, 4, 16, two, &why);
+  EXPECT_FALSE(small == as::MatmulTasks{}) << why;
+  EXPECT_GE(tasks(mlp, small), 4) << why;
+  EXPECT_NE(why.find("the rules' 8 row tiles x all column tiles"), std::string::npos) << why;
+  const double rules_s = as::predict(as::matmul_tasks_plan(mlp, 6, 4, 16, {}), two).total_s;
+  EXPECT_LT(as::predict(as::matmul_tasks_plan(mlp, 6, 4, 16, small), two).total_s, rules_s / 1.2);
+  // kiln bench's MLP: 171 row tiles in 22 bands, many per core on 2 cores: the rules'.
+  const as::ContractionShape gemm = shape(1024, 4096, 1024, 1);
+  EXPECT_TRUE(as::choose_matmul_tasks(gemm, 6, 4, 16, two) == as::MatmulTasks{});
+  // Bands of one row tile read all of b once per 6 rows, from L3: slower than the rules.
+  EXPECT_GT(as::predict(as::matmul_tasks_plan(gemm, 6, 4, 16, {1, 0}), two).total_s,
+            as::predict(as::matmul_tasks_plan(gemm, 6, 4, 16, {}), two).total_s);
+  as::MachineModel sixteen = two;
+  as::apply_overrides(sixteen, "cores=16");
+  const as::MatmulTasks wide = as::choose_matmul_tasks(gemm, 6, 4, 16, sixteen, &why);
+  EXPECT_GE(tasks(gemm, wide), 4 * 16) << why;
+  // Many batches of small problems already make many tasks.
+  EXPECT_TRUE(as::choose_matmul_tasks(shape(64, 64, 32, 64), 6, 4, 16, two) == as::MatmulTasks{});
+}
+
 // A memory-bound stage of 2048 rows on 16 cores: four tasks per core leave each core
 // idle for half a task at the end (the tail of the work queue), so tasks of 8 rows beat
 // tasks of 32 though they cost four times the overhead; tasks of one row cost more again.

@@ -91,6 +91,7 @@ TEST(TuningDb, GpuKnobsRoundTripAndEntriesWithoutThemStillLoad) {
   gpu.knobs.gpu_blocks["out"] = {64, 4, 4};
   gpu.knobs.gpu_rows["softmax_sum"] = {128, 2};
   gpu.knobs.conv_tiles["conv2d_acc#2"] = {1, 12};  // a compiled model's, beside the search's
+  gpu.knobs.matmul_tasks["matmul_acc#3"] = {2, 4};
   as::TuningDb db = as::TuningDb::load(dir.file("db.json"));
   db.put(gpu);
   db.save();
@@ -99,10 +100,10 @@ TEST(TuningDb, GpuKnobsRoundTripAndEntriesWithoutThemStillLoad) {
   ASSERT_NE(got, nullptr);
   EXPECT_TRUE(got->knobs == gpu.knobs) << got->knobs.str() << " vs " << gpu.knobs.str();
 
-  // A file written before GPU, fusion, lanes and conv tile knobs existed: its knobs have
-  // only "tiles" and "bands".
+  // A file written before GPU, fusion, lanes, conv tile and matmul task knobs existed:
+  // its knobs have only "tiles" and "bands".
   std::string text = read_text(dir.file("db.json"));
-  for (const char* key : {"fusion", "lanes", "conv_tiles", "gpu_tiles", "gpu_blocks", "gpu_rows"}) {
+  for (const char* key : {"fusion", "lanes", "conv_tiles", "matmul_tasks", "gpu_tiles", "gpu_blocks", "gpu_rows"}) {
     const size_t at = text.find(std::string("\"") + key + "\"");
     ASSERT_NE(at, std::string::npos) << key;
     text.replace(at, std::string(key).size() + 2, std::string("\"old_") + key + "\"");

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "analysis.h"
@@ -569,7 +570,117 @@ struct ConvModel {
   kiln::SizeEstimates sizes = kiln::estimates_from(graph, inputs);
 };
 
+// A compiled model with small-batch matmuls: a linear whose gelu epilogue hosts its
+// tiles (128 columns), one with ragged edges (64 rows are 10 whole row tiles and 4 rows,
+// 72 columns a tile and a part), and a batched matmul.
+struct MatmulModel {
+  kiln::Tensor w1 = kiln::rand({40, 128}, 41, -0.2, 0.2), b1 = kiln::randn({128}, 42), w2 = kiln::rand({128, 72}, 43, -0.1, 0.1);
+  std::vector<kiln::Tensor> inputs = {kiln::randn({64, 40}, 44), kiln::randn({3, 20, 16}, 45), kiln::randn({3, 16, 80}, 46)};
+  kiln::TensorFn fn = [this](const std::vector<kiln::Tensor>& in) {
+    kiln::Tensor h = kiln::gelu(kiln::matmul(in[0], w1) + b1);
+    return std::vector<kiln::Tensor>{kiln::matmul(h, w2), kiln::matmul(in[1], in[2])};
+  };
+  kiln::Graph graph = kiln::trace(fn, inputs);
+  kiln::SizeEstimates sizes = kiln::estimates_from(graph, inputs);
+};
+
+// A model compiled as `kiln tune` compiles a candidate, with `options`; the schedule log
+// goes to `log`.
+std::vector<kiln::Tensor> compile_model_with(const kiln::Graph& graph, const kiln::SizeEstimates& sizes,
+                                             const std::vector<kiln::Tensor>& inputs,
+                                             const kiln::KilnScheduleOptions& options, std::string* log) {
+  std::shared_ptr<kiln::Kernel> kernel;
+  *log = kiln::testing::logged("schedule", [&] {
+    kernel = std::make_shared<kiln::Kernel>(graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
+      kiln::apply_kiln_schedule(l, t, sizes, options);
+    });
+  });
+  return kernel->run(inputs);
+}
+
 }  // namespace
+
+// In a compiled model each matmul's tasks (bands of row tiles x groups of column tiles in
+// the rules' loops) are a knob, as conv2d's tiles are: their runner-ups are candidates of
+// `kiln tune <model>`; every division, ragged bands and groups included, computes eager's
+// results; a tuned entry's tasks are what a later compile uses; tasks the pipeline cannot
+// take are an error naming them.
+TEST(Tuning, AModelsMatmulTasksAreKnobs) {
+  MatmulModel model;
+  std::string fingerprint;
+  std::vector<as::Alternative> alternatives;
+  as::FixedFuncs fixed;
+  const kiln::LoweredGraph throwaway = kiln::lower_and_schedule(model.graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
+    fixed = kiln::prepare_kiln_schedule_for_tuning(l, t, model.sizes, &fingerprint, &alternatives);
+  });
+  std::set<std::string> keys;
+  for (const as::Alternative& a : alternatives) {
+    // (A runner-up may be predicted up to 2% faster: the fewest tasks within 2% are chosen.)
+    ASSERT_EQ(a.change.matmul_tasks.size(), 1u) << a.change.str();
+    keys.insert(a.change.matmul_tasks.begin()->first);
+  }
+  ASSERT_EQ(keys.size(), 3u) << "every matmul has runner-up tasks";
+  const std::vector<as::Candidate> candidates =
+      as::ranked_candidates(throwaway.pipeline(), host(), as::machine_model(host()), 64, &fixed, &alternatives);
+  EXPECT_NE(std::find_if(candidates.begin(), candidates.end(),
+                         [](const as::Candidate& c) { return !c.knobs.matmul_tasks.empty(); }),
+            candidates.end())
+      << "no candidate varies a matmul's tasks";
+
+  const std::vector<kiln::Tensor> eager = model.fn(model.inputs);
+  std::string log;
+  for (const as::MatmulTasks tasks : {as::MatmulTasks{1, 0}, as::MatmulTasks{3, 1}, as::MatmulTasks{8, 3}, as::MatmulTasks{2, 2}}) {
+    SCOPED_TRACE(std::to_string(tasks.band) + " row tiles x " + std::to_string(tasks.column_tiles) + " column tiles");
+    as::Knobs knobs;
+    for (const std::string& key : keys) knobs.matmul_tasks[key] = tasks;
+    const std::vector<kiln::Tensor> out = compile_model_with(model.graph, model.sizes, model.inputs, {&knobs, "none"}, &log);
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_TRUE(kiln::allclose(out[i], eager[i], 1e-4, 1e-5)) << i << ": " << kiln::max_abs_diff(out[i], eager[i]);
+    }
+    const std::string logged = "tasks of " + std::to_string(tasks.band) + " row tiles x " +
+                               (tasks.column_tiles ? std::to_string(tasks.column_tiles) : std::string("all")) +
+                               " column tiles (knob)";
+    EXPECT_NE(log.find(logged), std::string::npos) << log;
+  }
+
+  // Saved under the key taken before the tasks were applied: a later compile uses them.
+  as::Knobs knobs;
+  knobs.matmul_tasks[*keys.begin()] = {2, 1};
+  kiln::as_test::TempDir dir;
+  as::TuningDb db = as::TuningDb::load(dir.file("db.json"));
+  as::TuningEntry e;
+  e.fingerprint = fingerprint;
+  e.target = as::tuning_target_key(host());
+  e.machine = as::machine_model(host()).str();
+  e.generator = "matmul_model";
+  e.knobs = knobs;
+  e.measured_ms = 1;
+  e.date = "2026-12-05";
+  db.put(e);
+  db.save();
+  const std::vector<kiln::Tensor> tuned = compile_model_with(model.graph, model.sizes, model.inputs, {nullptr, dir.file("db.json")}, &log);
+  EXPECT_TRUE(kiln::allclose(tuned[0], eager[0], 1e-4, 1e-5));
+  EXPECT_NE(log.find("tasks of 2 row tiles x 1 column tiles (knob)"), std::string::npos) << log;
+  EXPECT_NE(log.find("using the tuned entry for matmul_model (" + fingerprint), std::string::npos) << log;
+
+  as::Knobs stale;
+  stale.matmul_tasks["matmul_acc#9"] = {1, 0};
+  as::Knobs empty_band;
+  empty_band.matmul_tasks[*keys.begin()] = {0, 2};
+  for (const auto& [bad, message] :
+       {std::pair{stale, std::string("names the matmul 'matmul_acc#9', which this pipeline lacks")},
+        std::pair{empty_band, *keys.begin() + "'s tasks (0 row tiles x 2 column tiles) are not valid"}}) {
+    try {
+      const kiln::KilnScheduleOptions options{&bad, "none"};
+      kiln::Kernel(model.graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
+        kiln::apply_kiln_schedule(l, t, model.sizes, options);
+      });
+      ADD_FAILURE() << "no error for " << bad.str();
+    } catch (const kiln::Error& err) {
+      EXPECT_NE(std::string(err.what()).find(message), std::string::npos) << err.what();
+    }
+  }
+}
 
 // In a compiled model each conv2d's register tile is a knob (chosen before the search, in
 // the rules' loops): its runner-ups are candidates of `kiln tune <model>`, a candidate's
@@ -600,13 +711,7 @@ TEST(Tuning, AModelsConvolutionTilesAreKnobs) {
 
   // The candidate compiled as `kiln tune` compiles it: its tile, logged, and eager's results.
   auto compile_with = [&](const kiln::KilnScheduleOptions& options, std::string* log) {
-    std::shared_ptr<kiln::Kernel> kernel;
-    *log = kiln::testing::logged("schedule", [&] {
-      kernel = std::make_shared<kiln::Kernel>(model.graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
-        kiln::apply_kiln_schedule(l, t, model.sizes, options);
-      });
-    });
-    return kernel->run(model.inputs)[0];
+    return compile_model_with(model.graph, model.sizes, model.inputs, options, log)[0];
   };
   const int lanes = host().natural_vector_size<float>();
   const std::string logged_tile = "register tiles of " + std::to_string(tile.vectors * lanes) + " columns x " +

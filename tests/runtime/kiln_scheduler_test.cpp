@@ -132,6 +132,21 @@ TEST(KilnScheduler, NarrowConvolutionsGetTheirOwnRegisterTiles) {
   EXPECT_TRUE(mentions(log, "(4 columns, 48 channels): register tiles of " + std::to_string(vw) + " columns x ")) << log;
 }
 
+// A small batch (64 rows: 11 row tiles) makes two unequal tasks in the rules' bands of 8
+// row tiles: Kiln divides the tiles into tasks itself, and the results stay the rules'
+// and eager mode's (ragged rows and columns, a gelu epilogue hosting the tiles).
+TEST(KilnScheduler, SmallBatchMatmulsGetTheirOwnTasks) {
+  std::string log;
+  expect_kiln_matches(
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{matmul(gelu(matmul(in[0], in[1]) + in[2]), in[3])};
+      },
+      {randn({64, 48}, 22), rand({48, 256}, 23, -0.2, 0.2), randn({256}, 24), rand({256, 72}, 25, -0.1, 0.1)}, 1e-4,
+      1e-5, &log);
+  EXPECT_TRUE(mentions(log, "(64 x 256, k 48, batch 1): tasks of ")) << log;
+  EXPECT_TRUE(mentions(log, "(the rules' 8 row tiles x all column tiles")) << log;
+}
+
 TEST(KilnScheduler, DynamicDimsServeSizesItDidNotPlanFor) {
   // Planned for the first call's sizes; the schedule must stay correct for smaller ones
   // (below one register tile) and larger ones.
