@@ -63,8 +63,8 @@ Backend halide_backend(const std::string& target = "host", const std::string& sc
 using PipelineSchedule = std::function<void(Halide::Pipeline pipeline, Halide::Target target)>;
 // kiln's own backend with a hand-written schedule: the graph is lowered as for the Kiln
 // scheduler (estimates from the call's inputs, the contractions given the rules' loops and
-// their register tiles, conv2d's from the tuning database or the cost model, which the file
-// does not hold), then `schedule` schedules the rest in place of the
+// their register tiles, conv2d's tiles and matmul's tasks from the tuning database or the
+// cost model, which the file does not hold), then `schedule` schedules the rest in place of the
 // search. A schedule that does not fit the pipeline (a Func index it lacks, a directive
 // Halide rejects) is a kiln::Error saying so.
 //
