@@ -89,6 +89,11 @@ Knobs knobs_from_json(const json::Value& v) {
   return k;
 }
 
+json::Value contraction_knobs_json(const Knobs& k) {
+  const json::Value all = knobs_to_json(k);
+  return json::Object{{"conv_tiles", all.at("conv_tiles")}, {"matmul_tasks", all.at("matmul_tasks")}};
+}
+
 json::Value entry_to_json(const TuningEntry& e) {
   return json::Object{{"fingerprint", e.fingerprint},   {"target", e.target},         {"machine", e.machine},
                       {"generator", e.generator},       {"knobs", knobs_to_json(e.knobs)}, {"schedule", e.schedule},
@@ -240,6 +245,26 @@ std::string utc_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+std::string contraction_knobs_to_text(const Knobs& k) { return json::dump(contraction_knobs_json(k)); }
+
+Knobs contraction_knobs_from_text(const std::string& text) {
+  const json::Value v = json::parse(text);
+  if (!v.is_object()) throw json::ParseError{"expected an object with \"conv_tiles\" and \"matmul_tasks\""};
+  for (const auto& [key, value] : v.as_object()) {
+    if (key != "conv_tiles" && key != "matmul_tasks") {
+      throw json::ParseError{"'" + key + "' is not a contraction's size; the keys are \"conv_tiles\" and \"matmul_tasks\""};
+    }
+  }
+  Knobs k;
+  for (const auto& [f, t] : object_or_empty(v, "conv_tiles")) {
+    k.conv_tiles[f] = {integer(t.at("vectors")), integer(t.at("channels"))};
+  }
+  for (const auto& [f, t] : object_or_empty(v, "matmul_tasks")) {
+    k.matmul_tasks[f] = {integer(t.at("band")), integer(t.at("column_tiles"))};
+  }
+  return k;
 }
 
 }  // namespace kiln::autoschedule

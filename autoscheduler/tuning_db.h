@@ -63,6 +63,13 @@ class TuningDb {
   std::vector<TuningEntry> entries_;
 };
 
+// A compiled model's contraction sizes (its knobs' conv_tiles and matmul_tasks, as the
+// database writes them), as JSON text for a schedule file, and back. The text must be an
+// object of those two keys (either may be absent); anything else is a json::ParseError
+// saying what.
+std::string contraction_knobs_to_text(const Knobs& k);
+Knobs contraction_knobs_from_text(const std::string& text);
+
 // The database path: `flag` if given, else $KILN_TUNING_DB, else ./kiln_tuning.json.
 std::string tuning_db_path(const std::string& flag = "");
 // The target as a key: the target string without features that change only the runtime

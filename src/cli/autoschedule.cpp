@@ -72,9 +72,9 @@ void write_file(const std::string& file, const std::string& text) {
 
 // A model's forward pass, lowered as kiln::compile lowers it, scheduled by the Kiln
 // scheduler (its tuned entry where the database has one). Its contractions keep the rules'
-// loops (conv2d's register tiles from the tuned entry or the cost model), which the file
-// names but does not hold: kiln::scheduled_backend gives them those loops again, reading
-// the same database, before it calls the file's function.
+// loops, which kiln::scheduled_backend gives them again before it calls the file's
+// function; the sizes within those loops (conv2d's register tiles, matmul's tasks) are in
+// the file as JSON text, `<function>_contractions`, for scheduled_backend to take back.
 int autoschedule_model(const Args& a, const Halide::Target& target) {
   const ModelPipeline m = model_pipeline(a.model);
   KilnScheduleOptions options;
@@ -99,6 +99,15 @@ int autoschedule_model(const Args& a, const Halide::Target& target) {
   // Its Funcs are found by key (kiln::pipeline_func): get_func's order changes from process to process.
   const std::string halide = "#include \"Halide.h\"\n";
   text.replace(text.find(halide), halide.size(), halide + "#include \"lower/kiln_schedule.h\"  // kiln::pipeline_func\n");
+  const std::string sizes =
+      "\n// The sizes within the rules' loops, by Func key, applied before the function above:\n"
+      "// conv2d register tiles (\"vectors\" of output columns x \"channels\") and matmul tasks\n"
+      "// (\"band\" row tiles x \"column_tiles\", 0: all of them). Edit them here; pass this as\n"
+      "// kiln::scheduled_backend's third argument (a Func left out gets the cost model's).\n"
+      "inline const char* " + function + "_contractions = R\"json(" + s.contractions + ")json\";\n";
+  const size_t endif = text.rfind("\n#endif");
+  KILN_CHECK(endif != std::string::npos, "schedule_header wrote no include guard");
+  text.insert(endif, sizes);
   write_file(file, text);
   std::cout << m.model.name << ": predicted " << s.predicted_s * 1e3 << " ms" << (s.tuned ? " (tuned entry)" : " (cost model)")
             << ", lowered and scheduled in " << ms << " ms; wrote " << file << " (" << function << ")\n";

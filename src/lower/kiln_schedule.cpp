@@ -81,7 +81,9 @@ struct Prepared {
   std::string fingerprint;                        // the tuning database's key
   std::optional<autoschedule::TuningEntry> entry;  // the database's entry for it, when read and fitting
   std::string db;                                 // the database's path, or "none"
-  // Runner-ups of the sizes chosen within the rules' loops (conv2d tiles, matmul tasks).
+  // The sizes chosen within the rules' loops (conv2d tiles, matmul tasks), by key, and
+  // their runner-ups.
+  autoschedule::Knobs contractions;
   std::vector<autoschedule::Alternative> alternatives;
 };
 
@@ -146,7 +148,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
   }
   if (options.knobs) {
     if (const std::string why = rules_knobs_misfit(*options.knobs, lowered, key_of, machine); !why.empty()) {
-      user_error("tuning knobs: ", why);
+      user_error("the contractions' sizes given do not fit this pipeline: ", why);
     }
   }
   CpuContractionChoices choices;
@@ -159,6 +161,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
       const autoschedule::ConvTile t = knobs->conv_tiles.at(key);
       log("schedule", "Kiln: " + what + ": register tiles of " + std::to_string(t.vectors * lanes) + " columns x " +
                           std::to_string(t.channels) + " channels (knob)");
+      p.contractions.conv_tiles[key] = t;
       return CpuConvTile{t.vectors, t.channels};
     }
     std::string why;
@@ -172,6 +175,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
       change.conv_tiles[key] = other;
       p.alternatives.push_back({conv.func.name(), change, extra_s});
     }
+    p.contractions.conv_tiles[key] = t;
     return CpuConvTile{t.vectors, t.channels};
   };
   choices.matmul_tasks = [&](const StageInfo& matmul, int lanes, int vectors) {
@@ -190,6 +194,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
       const autoschedule::MatmulTasks t = knobs->matmul_tasks.at(key);
       log("schedule", "Kiln: " + what.str() + ": tasks of " + std::to_string(t.band) + " row tiles x " +
                           (t.column_tiles ? std::to_string(t.column_tiles) : std::string("all")) + " column tiles (knob)");
+      p.contractions.matmul_tasks[key] = t;
       return CpuMatmulTasks{t.band, t.column_tiles};
     }
     std::string why;
@@ -202,6 +207,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
       change.matmul_tasks[key] = other;
       p.alternatives.push_back({matmul.func.name(), change, extra_s});
     }
+    p.contractions.matmul_tasks[key] = t;
     return CpuMatmulTasks{t.band, t.column_tiles};
   };
   p.fixed = apply_default_cpu_contraction_schedule(lowered, target, choices);
@@ -286,6 +292,7 @@ KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& ta
     out.predicted_s = r.predicted_s;
   }
   out.source = funcs_by_key(out.source, keys);
+  out.contractions = autoschedule::contraction_knobs_to_text(prepared.contractions);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::ostringstream o;
   o << "Kiln: predicted " << out.predicted_s * 1e3 << " ms, searched in " << ms << " ms";

@@ -34,6 +34,10 @@ struct KilnSchedule {
   std::vector<std::string> fixed;  // Funcs that kept the rules' schedules (the contractions), by key
   double predicted_s = 0;          // the cost model's time for the Funcs the search scheduled
   bool tuned = false;              // the tuning database's entry was applied
+  // The sizes given the contractions within the rules' loops (a CPU's conv2d tiles and
+  // matmul tasks, by key), as JSON text: what a schedule file holds besides `source`, and
+  // what kiln::scheduled_backend takes back.
+  std::string contractions;
 };
 
 struct KilnScheduleOptions {

@@ -7,6 +7,9 @@
 #include <optional>
 
 #include "autodiff/autograd.h"
+#include "autoscheduler/json.h"
+#include "autoscheduler/search.h"
+#include "autoscheduler/tuning_db.h"
 #include "autodiff/grad.h"
 #include "autodiff/partition.h"
 #include "core/error.h"
@@ -156,13 +159,27 @@ Backend halide_backend(const std::string& target, const std::string& name) {
   };
 }
 
-Backend scheduled_backend(const std::string& target, PipelineSchedule schedule) {
+Backend scheduled_backend(const std::string& target, PipelineSchedule schedule, const std::string& contractions) {
   const Halide::Target t = parse_target(target);  // a bad target fails here, not on the first call
   if (!schedule) user_error("scheduled_backend: no schedule function given");
-  return [t, schedule](Graph& graph, const std::vector<Tensor>& example_inputs) -> CompiledGraphFn {
+  // A malformed text fails here too.
+  std::shared_ptr<const autoschedule::Knobs> sizes_given;
+  if (!contractions.empty()) {
+    try {
+      sizes_given = std::make_shared<const autoschedule::Knobs>(autoschedule::contraction_knobs_from_text(contractions));
+    } catch (const autoschedule::json::ParseError& e) {
+      user_error("scheduled_backend: the contractions' sizes are not valid: ", e.message,
+                 "; expected the JSON that `kiln autoschedule <model>` writes: {\"conv_tiles\": {\"<key>\": {\"vectors\": "
+                 "V, \"channels\": C}}, \"matmul_tasks\": {\"<key>\": {\"band\": B, \"column_tiles\": T}}}");
+    }
+  }
+  return [t, schedule, sizes_given](Graph& graph, const std::vector<Tensor>& example_inputs) -> CompiledGraphFn {
     const SizeEstimates sizes = estimates_from(graph, example_inputs);
     auto apply = [&](LoweredGraph& lowered, const Halide::Target& target) {
-      prepare_kiln_schedule(lowered, target, sizes);
+      // The file's sizes, where it gives them, instead of the tuning database's.
+      KilnScheduleOptions options;
+      if (sizes_given) options = {sizes_given.get(), "none"};
+      prepare_kiln_schedule(lowered, target, sizes, options);
       try {
         schedule(lowered.pipeline(), target);
       } catch (const Halide::Error& e) {

@@ -63,15 +63,18 @@ Backend halide_backend(const std::string& target = "host", const std::string& sc
 using PipelineSchedule = std::function<void(Halide::Pipeline pipeline, Halide::Target target)>;
 // kiln's own backend with a hand-written schedule: the graph is lowered as for the Kiln
 // scheduler (estimates from the call's inputs, the contractions given the rules' loops and
-// their register tiles, conv2d's tiles and matmul's tasks from the tuning database or the
-// cost model, which the file does not hold), then `schedule` schedules the rest in place of the
-// search. A schedule that does not fit the pipeline (a Func index it lacks, a directive
-// Halide rejects) is a kiln::Error saying so.
+// register tiles), then `schedule` schedules the rest in place of the search. The sizes
+// within the rules' loops (conv2d's register tiles, matmul's tasks) are `contractions`'s,
+// the JSON text a schedule file holds beside its function, for the Funcs it names, and
+// else the cost model's; without `contractions`, the tuning database's entry's or the
+// cost model's. A schedule that does not fit the pipeline (a Func it lacks, a directive
+// Halide rejects, a size the pipeline cannot take) is a kiln::Error saying so.
 //
 //   #include "resnet18.schedule.h"
 //   kiln::CompileOptions o;
-//   o.backend = kiln::scheduled_backend("host", apply_schedule_resnet18_cpu);
-Backend scheduled_backend(const std::string& target, PipelineSchedule schedule);
+//   o.backend = kiln::scheduled_backend("host", apply_schedule_resnet18_cpu,
+//                                       apply_schedule_resnet18_cpu_contractions);
+Backend scheduled_backend(const std::string& target, PipelineSchedule schedule, const std::string& contractions = "");
 // The seed's debug_backend: prints the graph, writes it as Graphviz to `dot_path` (if not
 // empty), and runs it with the eager interpreter.
 Backend debug_backend(const std::string& dot_path = "");

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../core/log_capture.h"
 #include "autoschedule.h"
 #include "cli/line_pipe.h"
 #include "fingerprint.h"
@@ -130,6 +131,47 @@ TEST(KilnAutoscheduleCommand, AModelsScheduleFileSchedulesTheModelCompiledAgain)
     ADD_FAILURE() << "a schedule naming a Func the model lacks was accepted";
   } catch (const kiln::Error& e) {
     EXPECT_NE(std::string(e.what()).find("this pipeline has no Func 'conv2d_acc#3'"), std::string::npos) << e.what();
+  }
+}
+
+// The file holds the sizes within the rules' loops too (gpt_block's matmul tasks), as
+// JSON that scheduled_backend takes back: a hand edit of one matmul's tasks is what the
+// compile uses, with eager's results; a malformed text or a Func the model lacks is a
+// kiln::Error saying so.
+TEST(KilnAutoscheduleCommand, AModelsScheduleFileHoldsItsContractionsSizes) {
+  const kiln::apps::Model m = kiln::apps::make_model("gpt_block");
+  const std::string sizes = apply_schedule_cli_gpt_block_contractions;
+  EXPECT_NE(sizes.find("\"matmul_tasks\": {"), std::string::npos) << sizes;
+  EXPECT_NE(sizes.find("\"matmul_acc#2\": {"), std::string::npos) << sizes;
+  const kiln::Tensor want = m.forward(m.inputs)[0];
+  auto run = [&](const std::string& text, std::string* log) {
+    kiln::CompileOptions o;
+    o.backend = kiln::scheduled_backend("host", apply_schedule_cli_gpt_block, text);
+    kiln::Tensor got;
+    *log = kiln::testing::logged("schedule", [&] { got = kiln::compile(m.forward, o)(m.inputs)[0]; });
+    return got;
+  };
+  std::string log;
+  kiln::Tensor got = run(sizes, &log);
+  EXPECT_TRUE(kiln::allclose(got, want, 1e-4, 1e-5)) << kiln::max_abs_diff(got, want);
+  EXPECT_NE(log.find("column tiles (knob)"), std::string::npos) << log;
+  const std::string edited = R"({"matmul_tasks": {"matmul_acc#2": {"band": 3, "column_tiles": 1}}})";
+  got = run(edited, &log);
+  EXPECT_TRUE(kiln::allclose(got, want, 1e-4, 1e-5)) << kiln::max_abs_diff(got, want);
+  EXPECT_NE(log.find(": tasks of 3 row tiles x 1 column tiles (knob)"), std::string::npos) << log;
+
+  try {
+    kiln::scheduled_backend("host", apply_schedule_cli_gpt_block, R"({"tiles": {}})");
+    ADD_FAILURE() << "a text with a key other than the contractions' was accepted";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'tiles' is not a contraction's size"), std::string::npos) << e.what();
+  }
+  try {
+    run(R"({"matmul_tasks": {"matmul_acc#99": {"band": 1, "column_tiles": 0}}})", &log);
+    ADD_FAILURE() << "a matmul the model lacks was accepted";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("names the matmul 'matmul_acc#99', which this pipeline lacks"), std::string::npos)
+        << e.what();
   }
 }
 
