@@ -117,6 +117,18 @@ std::string rules_knobs_misfit(const autoschedule::Knobs& knobs, const LoweredGr
   return "";
 }
 
+// Each runner-up of a size chosen for `func` (knob `key` of kind `field`), as a candidate's
+// one change.
+template <class T>
+void add_runner_ups(const std::string& func, const std::string& key, const std::vector<std::pair<T, double>>& runner_ups,
+                    std::map<std::string, T> autoschedule::Knobs::*field, std::vector<autoschedule::Alternative>* out) {
+  for (const auto& [other, extra_s] : runner_ups) {
+    autoschedule::Knobs change;
+    (change.*field)[key] = other;
+    out->push_back({func, change, extra_s});
+  }
+}
+
 Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const SizeEstimates& sizes,
                  const KilnScheduleOptions& options, const autoschedule::MachineModel& machine) {
   Prepared p;
@@ -170,11 +182,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
         double(e[0]), double(e[1]), double(e[2]) * double(std::max<int64_t>(1, e[3])), reduction_steps(conv.func), lanes,
         conv.func.type().bytes(), machine, &why, &runner_ups);
     log("schedule", "Kiln: " + what + ": register tiles of " + why);
-    for (const auto& [other, extra_s] : runner_ups) {
-      autoschedule::Knobs change;
-      change.conv_tiles[key] = other;
-      p.alternatives.push_back({conv.func.name(), change, extra_s});
-    }
+    add_runner_ups(conv.func.name(), key, runner_ups, &autoschedule::Knobs::conv_tiles, &p.alternatives);
     p.contractions.conv_tiles[key] = t;
     return CpuConvTile{t.vectors, t.channels};
   };
@@ -202,11 +210,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     const autoschedule::MatmulTasks t =
         autoschedule::choose_matmul_tasks(shape, kCpuMatmulTileRows, vectors, lanes, machine, &why, &runner_ups);
     log("schedule", "Kiln: " + what.str() + ": " + why);
-    for (const auto& [other, extra_s] : runner_ups) {
-      autoschedule::Knobs change;
-      change.matmul_tasks[key] = other;
-      p.alternatives.push_back({matmul.func.name(), change, extra_s});
-    }
+    add_runner_ups(matmul.func.name(), key, runner_ups, &autoschedule::Knobs::matmul_tasks, &p.alternatives);
     p.contractions.matmul_tasks[key] = t;
     return CpuMatmulTasks{t.band, t.column_tiles};
   };

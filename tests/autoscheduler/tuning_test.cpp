@@ -598,6 +598,39 @@ std::vector<kiln::Tensor> compile_model_with(const kiln::Graph& graph, const kil
   return kernel->run(inputs);
 }
 
+// Saves `knobs` as `kiln tune <model>` saves its winner, under the model's `fingerprint`,
+// in a new database at `path`.
+void save_model_entry(const std::string& path, const std::string& fingerprint, const std::string& model,
+                      const as::Knobs& knobs) {
+  as::TuningDb db = as::TuningDb::load(path);
+  as::TuningEntry e;
+  e.fingerprint = fingerprint;
+  e.target = as::tuning_target_key(host());
+  e.machine = as::machine_model(host()).str();
+  e.generator = model;
+  e.knobs = knobs;
+  e.measured_ms = 1;
+  e.date = "2026-12-05";
+  db.put(e);
+  db.save();
+}
+
+// Each of `bad` is a kiln::Error containing its message when the model compiles with it.
+void expect_knobs_rejected(const kiln::Graph& graph, const kiln::SizeEstimates& sizes,
+                           const std::vector<std::pair<as::Knobs, std::string>>& bad) {
+  for (const auto& [knobs, message] : bad) {
+    try {
+      const kiln::KilnScheduleOptions options{&knobs, "none"};
+      kiln::Kernel(graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
+        kiln::apply_kiln_schedule(l, t, sizes, options);
+      });
+      ADD_FAILURE() << "no error for " << knobs.str();
+    } catch (const kiln::Error& err) {
+      EXPECT_NE(std::string(err.what()).find(message), std::string::npos) << err.what();
+    }
+  }
+}
+
 }  // namespace
 
 // In a compiled model each matmul's tasks (bands of row tiles x groups of column tiles in
@@ -647,17 +680,7 @@ TEST(Tuning, AModelsMatmulTasksAreKnobs) {
   as::Knobs knobs;
   knobs.matmul_tasks[*keys.begin()] = {2, 1};
   kiln::as_test::TempDir dir;
-  as::TuningDb db = as::TuningDb::load(dir.file("db.json"));
-  as::TuningEntry e;
-  e.fingerprint = fingerprint;
-  e.target = as::tuning_target_key(host());
-  e.machine = as::machine_model(host()).str();
-  e.generator = "matmul_model";
-  e.knobs = knobs;
-  e.measured_ms = 1;
-  e.date = "2026-12-05";
-  db.put(e);
-  db.save();
+  save_model_entry(dir.file("db.json"), fingerprint, "matmul_model", knobs);
   const std::vector<kiln::Tensor> tuned = compile_model_with(model.graph, model.sizes, model.inputs, {nullptr, dir.file("db.json")}, &log);
   EXPECT_TRUE(kiln::allclose(tuned[0], eager[0], 1e-4, 1e-5));
   EXPECT_NE(log.find("tasks of 2 row tiles x 1 column tiles (knob)"), std::string::npos) << log;
@@ -667,19 +690,9 @@ TEST(Tuning, AModelsMatmulTasksAreKnobs) {
   stale.matmul_tasks["matmul_acc#9"] = {1, 0};
   as::Knobs empty_band;
   empty_band.matmul_tasks[*keys.begin()] = {0, 2};
-  for (const auto& [bad, message] :
-       {std::pair{stale, std::string("names the matmul 'matmul_acc#9', which this pipeline lacks")},
-        std::pair{empty_band, *keys.begin() + "'s tasks (0 row tiles x 2 column tiles) are not valid"}}) {
-    try {
-      const kiln::KilnScheduleOptions options{&bad, "none"};
-      kiln::Kernel(model.graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
-        kiln::apply_kiln_schedule(l, t, model.sizes, options);
-      });
-      ADD_FAILURE() << "no error for " << bad.str();
-    } catch (const kiln::Error& err) {
-      EXPECT_NE(std::string(err.what()).find(message), std::string::npos) << err.what();
-    }
-  }
+  expect_knobs_rejected(model.graph, model.sizes,
+                        {{stale, "names the matmul 'matmul_acc#9', which this pipeline lacks"},
+                         {empty_band, *keys.begin() + "'s tasks (0 row tiles x 2 column tiles) are not valid"}});
 }
 
 // In a compiled model each conv2d's register tile is a knob (chosen before the search, in
@@ -724,17 +737,7 @@ TEST(Tuning, AModelsConvolutionTilesAreKnobs) {
   // Saved as `kiln tune` saves it, under the key taken before the tiles: a compile that
   // reads the database uses the tile and the rest of the entry.
   kiln::as_test::TempDir dir;
-  as::TuningDb db = as::TuningDb::load(dir.file("db.json"));
-  as::TuningEntry e;
-  e.fingerprint = fingerprint;
-  e.target = as::tuning_target_key(host());
-  e.machine = as::machine_model(host()).str();
-  e.generator = "conv_model";
-  e.knobs = knobs;
-  e.measured_ms = 1;
-  e.date = "2026-12-05";
-  db.put(e);
-  db.save();
+  save_model_entry(dir.file("db.json"), fingerprint, "conv_model", knobs);
   EXPECT_TRUE(kiln::allclose(compile_with({nullptr, dir.file("db.json")}, &log), eager, 1e-4, 1e-5));
   EXPECT_NE(log.find(logged_tile), std::string::npos) << log;
   EXPECT_NE(log.find("using the tuned entry for conv_model (" + fingerprint), std::string::npos) << log;
@@ -744,17 +747,8 @@ TEST(Tuning, AModelsConvolutionTilesAreKnobs) {
   stale.conv_tiles["conv2d_acc#9"] = {1, 8};
   as::Knobs too_big;
   too_big.conv_tiles[key] = {4, 16};
-  for (const auto& [bad, message] : {std::pair{stale, std::string("names the conv2d 'conv2d_acc#9', which this pipeline lacks")},
-                                     std::pair{too_big, key + "'s tile (4 vectors x 16 channels) does not fit"}}) {
-    try {
-      const kiln::KilnScheduleOptions options{&bad, "none"};
-      kiln::Kernel(model.graph, host(), [&](kiln::LoweredGraph& l, const Halide::Target& t) {
-        kiln::apply_kiln_schedule(l, t, model.sizes, options);
-      });
-      ADD_FAILURE() << "no error for " << bad.str();
-    } catch (const kiln::Error& err) {
-      EXPECT_NE(std::string(err.what()).find(message), std::string::npos) << err.what();
-    }
-  }
+  expect_knobs_rejected(model.graph, model.sizes,
+                        {{stale, "names the conv2d 'conv2d_acc#9', which this pipeline lacks"},
+                         {too_big, key + "'s tile (4 vectors x 16 channels) does not fit"}});
 }
 
