@@ -242,13 +242,13 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const F
     Func packed(f);
     if (!has_prefix(packed, "matmul_b_panel")) continue;
     std::vector<Var> pv = packed.args();  // j, k, panel, batch...
-    Var tasks = pv[2];
+    Var panels = pv[2];
     for (size_t j = 3; j < pv.size(); ++j) {
       Var fused("pf" + std::to_string(j));
-      packed.fuse(tasks, pv[j], fused);
-      tasks = fused;
+      packed.fuse(panels, pv[j], fused);
+      panels = fused;
     }
-    packed.compute_root().parallel(tasks).vectorize(pv[0], std::min(panel, vw));
+    packed.compute_root().parallel(panels).vectorize(pv[0], std::min(panel, vw));
   }
   log("schedule", acc.name() + ": register tiles of " + std::to_string(tile_m) + " rows x " +
                       std::to_string(tile_n) + " columns, tasks of " + std::to_string(tasks.band) + " row tiles x " +
