@@ -217,10 +217,12 @@ bool conv_tile_fits(const ConvTile& t, const MachineModel& m);
 // per task; unequal tasks (a ragged last band or column group) are queued in order.
 StagePlan matmul_tasks_plan(const ContractionShape& s, int rows, int vectors, int lanes, const MatmulTasks& t);
 
-// The tasks of least predicted time (matmul_tasks_plan; bands of up to the rules' 8 row
-// tiles, column groups of any power of two tiles) for a matmul of shape `s` with the rules'
-// register tiles; the rules' 8 row tiles and all columns where nothing predicts 3% faster.
-// `why` and `runner_ups` as for choose_conv_tile.
+// The tasks for a matmul of shape `s` with the rules' register tiles, scored by
+// matmul_tasks_plan (bands of up to the rules' 8 row tiles, column groups of any power of
+// two tiles): of those predicted within 2% of the fastest, the fewest tasks (the model
+// does not see what smaller tasks lose in reuse); the rules' 8 row tiles and all columns
+// unless that is predicted 3% faster. `why` and `runner_ups` as for choose_conv_tile (a
+// runner-up may be predicted up to 2% faster than the choice).
 MatmulTasks choose_matmul_tasks(const ContractionShape& s, int rows, int vectors, int lanes, const MachineModel& m,
                                 std::string* why = nullptr,
                                 std::vector<std::pair<MatmulTasks, double>>* runner_ups = nullptr);
