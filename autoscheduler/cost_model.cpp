@@ -32,6 +32,10 @@ double queue_unevenness(const std::vector<double>& sizes, int cores) {
 
 }  // namespace
 
+double pool_lock_s(double claimers, const MachineModel& m) {
+  return m.lock_us * 1e-6 * std::max(0.5, std::log2(std::max(1.0, claimers)));
+}
+
 Prediction predict(const StagePlan& plan, const MachineModel& m) {
   Prediction p;
   const double tasks = std::max(1.0, plan.tasks);
@@ -67,8 +71,20 @@ Prediction predict(const StagePlan& plan, const MachineModel& m) {
   const double uneven = plan.task_sizes.empty() ? 1.0 : queue_unevenness(plan.task_sizes, m.cores);
   const double wave = plan.task_sizes.empty() ? waves * m.cores / tasks : uneven;
   const double waste = tasks < m.cores ? uneven : std::max(wave, tail);
-  p.overhead_s = tasks > 1 ? tasks * m.task_us * 1e-6 / cores : 0.0;
-  p.total_s = (p.compute_s + p.memory_s) * waste + p.overhead_s;
+  // Each core pays for the tasks it claims, and the pool's lock hands out one task at a
+  // time. A core spends lock / (lock + its task's work) of its time at the lock, so that
+  // share of the cores contends for it: a stage of short tasks waits on the lock, one of
+  // long tasks hardly ever.
+  const double work_s = (p.compute_s + p.memory_s) * waste;
+  double own_s = 0, queue_s = 0;
+  if (tasks > 1) {
+    own_s = tasks * m.task_us * 1e-6 / cores;
+    const double task_work_s = work_s * cores / tasks, contended = pool_lock_s(cores, m);
+    queue_s = tasks * pool_lock_s(cores * contended / (contended + task_work_s), m);
+  }
+  p.overhead_s = std::max(own_s, queue_s - work_s);
+  p.lock_bound = queue_s - work_s > own_s;
+  p.total_s = work_s + p.overhead_s;
   return p;
 }
 

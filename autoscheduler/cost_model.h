@@ -1,7 +1,7 @@
 // An analytical cost model: the predicted run time of one pipeline stage's loop nest,
 // from the machine model alone, without compiling or running anything.
 //
-//   time = (compute + memory) x imbalance + tasks x task overhead / cores
+//   time = max((compute + memory) x imbalance + tasks x task / cores, tasks x lock)
 //
 //   compute  = cycles of the busiest issue port / (cores used x clock), where the ports
 //              are the FMA units (vector arithmetic: flops / (lanes x 2 per FMA)) and the
@@ -17,6 +17,13 @@
 //              (1 + cores / (2 x tasks)), whichever is larger; for tasks of unequal
 //              sizes, the busiest core's share of a queue that hands them out in order
 //              (StagePlan::task_sizes) instead of the last wave;
+//   task     = a task's cost to the core that claims and calls it (MachineModel::task_us);
+//   lock     = how long the thread pool's one lock is held per task handed out
+//              (pool_lock_s), longer the more cores contend for it: the cores' share of
+//              time spent claiming, lock / (lock + a task's work). A stage of many short
+//              tasks takes as long as the lock takes to hand them all out (16 cores: 256
+//              empty tasks, 190 us); long tasks hardly contend (kiln_unary's 256 tasks
+//              of 8 rows of 4096 floats, 0.24 ms: its memory traffic's time).
 //
 // Compute and memory are added rather than overlapped: pessimistic, but it ranks
 // candidates the same way and keeps each term visible in the logs.
@@ -50,10 +57,18 @@ struct StagePlan {
 
 struct Prediction {
   double compute_s = 0, memory_s = 0, overhead_s = 0, total_s = 0;
+  bool lock_bound = false;  // the thread pool's lock, not the work, sets the stage's time
   std::string str() const;  // "1.23 ms (compute 0.9, memory 0.3, tasks 0.03)"
 };
 
 Prediction predict(const StagePlan& plan, const MachineModel& m);
+
+// Seconds the thread pool's lock is held per task while `claimers` cores claim tasks
+// from it: lock_us x log2(claimers), at least half of lock_us. Fitted to stages of empty
+// tasks (apps/bench/results/2026-12-06_session9_*_threadpool_calib.txt): on the 16-core
+// Xeon 0.17, 0.47, 0.70 and 1.08 us a task with 2, 4, 8 and 16 cores claiming (0.74 past
+// 16 tasks), on the 2-core VM 0.11-0.16 us; lock_us = 0.22 gives 0.22, 0.44, 0.66, 0.88.
+double pool_lock_s(double claimers, const MachineModel& m);
 
 // The bandwidth (bytes/s for one core; the whole socket for DRAM) of the smallest level
 // holding `working_set` bytes, and whether that level is private to a core.

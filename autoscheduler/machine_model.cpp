@@ -73,6 +73,7 @@ const std::map<std::string, Setter>& setters() {
       {"l3_gbps", [](MachineModel& m, double v) { m.l3_gbps = v; }},
       {"dram_gbps", [](MachineModel& m, double v) { m.dram_gbps = v; }},
       {"task_us", [](MachineModel& m, double v) { m.task_us = v; }},
+      {"lock_us", [](MachineModel& m, double v) { m.lock_us = v; }},
       {"sm_count", [](MachineModel& m, double v) { m.sm_count = int(v); }},
       {"smem_per_block", [](MachineModel& m, double v) { m.smem_per_block = int64_t(v); }},
       {"regs_per_sm", [](MachineModel& m, double v) { m.regs_per_sm = int(v); }},
@@ -108,7 +109,7 @@ std::string MachineModel::str() const {
   o << "cores=" << cores << " vector_bits=" << vector_bits << " fma_units=" << fma_units
     << " fma_latency=" << fma_latency << " load_ports=" << load_ports << " registers=" << registers << " ghz=" << ghz << " l1=" << l1
     << " l2=" << l2 << " l3=" << l3 << " l1_gbps=" << l1_gbps << " l2_gbps=" << l2_gbps
-    << " l3_gbps=" << l3_gbps << " dram_gbps=" << dram_gbps << " task_us=" << task_us
+    << " l3_gbps=" << l3_gbps << " dram_gbps=" << dram_gbps << " task_us=" << task_us << " lock_us=" << lock_us
     << " sm_count=" << sm_count << " smem_per_block=" << smem_per_block << " regs_per_sm=" << regs_per_sm
     << " gpu_dram_gbps=" << gpu_dram_gbps << " gpu_ghz=" << gpu_ghz << " gpu_fp32_lanes=" << gpu_fp32_lanes
     << " gpu_threads_per_sm=" << gpu_threads_per_sm << " gpu_smem_per_sm=" << gpu_smem_per_sm

@@ -6,7 +6,7 @@
 //
 // Keys (sizes in bytes, rates per second as noted): cores, vector_bits, fma_units,
 // fma_latency, load_ports, registers, ghz, l1, l2, l3, l1_gbps, l2_gbps, l3_gbps, dram_gbps,
-// task_us; GPU: sm_count, smem_per_block, regs_per_sm, gpu_dram_gbps, gpu_ghz, gpu_fp32_lanes,
+// task_us, lock_us; GPU: sm_count, smem_per_block, regs_per_sm, gpu_dram_gbps, gpu_ghz, gpu_fp32_lanes,
 // gpu_threads_per_sm, gpu_smem_per_sm, gpu_l2_gbps, gpu_dram_latency, gpu_l2_latency, launch_us.
 // CPU values come from the Halide target (SIMD width), sysconf (cores) and
 // /sys/devices/system/cpu/cpu0/cache (cache sizes) at run time; what cannot be read takes
@@ -34,12 +34,17 @@ struct MachineModel {
   int64_t l3 = 16 << 20;   // shared
   double l1_gbps = 100, l2_gbps = 50, l3_gbps = 25;  // per core
   double dram_gbps = 20;                             // whole socket (machine_model: 7 per core)
-  // Cost of one parallel task (claiming it from the thread pool's queue, calling it), per
-  // core: on the 2-core Zen 4, kiln_unary's 1024 tasks of 2 rows took ~0.2 ms more than 256
-  // of 8 (0.4 us a task); 2 us had the 16-core Xeon run tasks twice as long as the tuner,
-  // Adams2019 and the hand schedules found faster (unary, binary, softmax). Many tiny
-  // tasks contend for the queue's lock and cost far more: least_band keeps them apart.
+  // Cost of one parallel task to the core that claims and calls it: on the 2-core Zen 4,
+  // kiln_unary's 1024 tasks of 2 rows took ~0.2 ms more than 256 of 8 (0.4 us a task);
+  // 2 us had the 16-core Xeon run tasks twice as long as the tuner, Adams2019 and the
+  // hand schedules found faster (unary, binary, softmax).
   double task_us = 0.5;
+  // The thread pool hands tasks out under one lock: how long it is held per task with two
+  // cores claiming (more cores hold it longer: pool_lock_s in cost_model.h). It bounds a
+  // stage of short tasks: on the 16-core Xeon a stage of 256 empty tasks took 190 us,
+  // against 29 us on the 2-core VM. Unpriced, it had the 16-core Xeon run gpt_block's
+  // small stages in up to 16x more tasks than pay, slower than the rules.
+  double lock_us = 0.22;
 
   // GPU (CUDA targets; defaults by compute capability, see set_gpu_defaults).
   int sm_count = 108;

@@ -272,7 +272,7 @@ std::string Knobs::str() const {
 
 namespace {
 
-// Elements per parallel task of a 1-D stage (outputs and stages at root).
+// The fewest elements per parallel task of a 1-D stage (outputs and stages at root).
 constexpr int kVectorTask = 1 << 14;
 
 
@@ -564,9 +564,11 @@ struct Search {
             // 37 of Zen 4's 32: 104 instructions per step for 32 FMAs, 14.0 ms against
             // 10.4 for 8 x 2), far worse than the spill price predicts. A knob may still ask.
             if (plan.vector_registers > m.registers && !(rows == 1 && vectors == 1)) continue;
-            // At least four tasks per core, so that a busy core does not hold the rest up.
-            if (plan.tasks < 4.0 * m.cores && band > 1) continue;
-            scored.push_back({f.name, t, predict(plan, m)});
+            // At least four tasks per core, so that a busy core does not hold the rest up,
+            // unless the thread pool's lock bounds the stage (tasks of little work).
+            const Prediction pr = predict(plan, m);
+            if (plan.tasks < 4.0 * m.cores && band > 1 && !pr.lock_bound) continue;
+            scored.push_back({f.name, t, pr});
           }
         }
       }
@@ -788,26 +790,34 @@ struct Search {
 
   // Rows per task for `func`'s `rows` (from `least` up, powers of two), while every core
   // still gets four tasks (dynamic balance on a shared machine), at the lowest time
-  // `plan(band)` predicts; the other sizes are runner-ups, and so is the next larger band
-  // while it leaves a task per core (for kiln tune to measure). A knob overrides the choice.
+  // `plan(band)` predicts. Past that, larger bands while the thread pool's lock bounds the
+  // stage (little work per task), up to one task for all the rows: a stage of little work
+  // runs in few tasks, or one. The other sizes are runner-ups, and so is the next larger
+  // band while it leaves a task per core (for kiln tune to measure). A knob overrides the
+  // choice.
   template <typename Plan>
   std::pair<int, Prediction> choose_band(const std::string& func, double rows, int least, Plan plan) {
     std::vector<std::pair<int, Prediction>> scored, runner_ups;
     // Below the least band, tasks of half as many rows are a runner-up too (for kiln tune
     // to measure whether the machine's thread pool pays for them).
     if (least > 1) runner_ups.push_back({least / 2, predict(plan(least / 2), m)});
-    for (int band = least; band <= std::max(64, least); band *= 2) {
-      if (band > least && std::ceil(rows / band) < 4.0 * m.cores) {
-        if (std::ceil(rows / band) >= m.cores) runner_ups.push_back({band, predict(plan(band), m)});
+    for (int band = least;; band *= 2) {
+      const Prediction pr = predict(plan(band), m);
+      if (band > least && std::ceil(rows / band) < 4.0 * m.cores && !scored.back().second.lock_bound) {
+        if (std::ceil(rows / band) >= m.cores) runner_ups.push_back({band, pr});
         break;
       }
-      scored.push_back({band, predict(plan(band), m)});
+      scored.push_back({band, pr});
+      if (band >= rows || band >= (1 << 24)) break;
     }
     std::pair<int, Prediction> chosen = scored[first_best(scored, [](const auto& c) { return c.second.total_s; })];
     if (auto k = knob_band(func)) chosen = {*k, predict(plan(*k), m)};
     runner_ups.insert(runner_ups.begin(), scored.begin(), scored.end());
+    std::stable_sort(runner_ups.begin(), runner_ups.end(),
+                     [](const auto& a, const auto& b) { return a.second.total_s < b.second.total_s; });
     for (const auto& [band, pr] : runner_ups) {
       if (band == chosen.first) continue;
+      if (count_alternatives(func) >= kAlternativesPerDecision) break;
       Knobs change;
       change.bands[info.key(func)] = band;
       alternatives.push_back({func, change, pr.total_s - chosen.second.total_s});
@@ -850,6 +860,20 @@ struct Search {
                            std::to_string(band) + " rows; predicted " + pr.str());
   }
 
+  // Elements per parallel task of 1-D stage `h` (`flops` a point): of kVectorTask and its
+  // doublings that leave two tasks at least, the one the cost model prices lowest (fewer
+  // tasks cost the thread pool less; more leave less of the end idle), with its
+  // prediction in *pr; 0 (and *pr untouched) where the stage is too short for two.
+  int choose_vector_task(const FuncInfo& h, double flops, Prediction* pr) const {
+    const double n = double(h.extents[0]);
+    int best = 0;
+    for (int chunk = kVectorTask; 2.0 * chunk <= n; chunk *= 2) {
+      const Prediction p = predict(row_plan(h, flops, std::ceil(n / chunk), 1), m);
+      if (best == 0 || p.total_s < pr->total_s * 0.999) best = chunk, *pr = p;
+    }
+    return best;
+  }
+
   // A 1-D output. Where it computes row reductions (their rows are its elements), tasks of
   // a band of elements, each computing its band of rows first (one parallel loop, where
   // the reductions at root and a copy to the output would be two); else tasks of 2^14
@@ -884,8 +908,9 @@ struct Search {
                              "; predicted " + pr.str());
       return;
     }
-    const int chunk = kVectorTask;
-    const bool tasks = n >= 2.0 * chunk;
+    Prediction pr = predict(row_plan(h, flops, 1, 1), m);
+    const int chunk = choose_vector_task(h, flops, &pr);
+    const bool tasks = chunk > 0;
     if (tasks) {
       w.specialize_min_extents(h.name, {2 * chunk})
           .split(x, "t", "i", chunk, TailStrategy::ShiftInwards)
@@ -893,7 +918,6 @@ struct Search {
           .vectorize("i", vw, TailStrategy::ShiftInwards);
     }
     w.specialize_min_extents(h.name, {vw}).vectorize(x, vw, TailStrategy::ShiftInwards);
-    const Prediction pr = predict(row_plan(h, flops, tasks ? std::ceil(n / chunk) : 1, 1), m);
     result.predicted_s += pr.total_s;
     decide("schedule", h.name + ": vectorized by " + std::to_string(vw) +
                            (tasks ? ", parallel tasks of " + std::to_string(chunk) : std::string(", one task")) +
@@ -1070,13 +1094,14 @@ struct Search {
     if (f.vars.empty() || f.function.has_extern_definition()) return;
     StageWriter s = w.stage(f.name);
     const int vw = loop_lanes(f, f.scalar_cycles_per_point);
-    if (f.vars.size() == 1 && f.extents[0] >= 2 * kVectorTask) {
-      // One dim: tasks of 2^14 elements, as a 1-D output (it was one serial loop: the
-      // seed's sin and cos at root, 8M elements, took a core each).
-      s.split(f.vars[0], "t", "i", kVectorTask, TailStrategy::GuardWithIf).parallel("t");
+    Prediction pr;
+    if (const int chunk = f.vars.size() == 1 ? choose_vector_task(f, point_flops(f), &pr) : 0) {
+      // One dim: tasks as a 1-D output's (it was one serial loop: the seed's sin and cos
+      // at root, 8M elements, took a core each).
+      s.split(f.vars[0], "t", "i", chunk, TailStrategy::GuardWithIf).parallel("t");
       s.vectorize("i", vw, TailStrategy::GuardWithIf);
       decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " +
-                             std::to_string(kVectorTask));
+                             std::to_string(chunk) + "; predicted " + pr.str());
       return;
     }
     if (f.extents[0] >= vw) s.vectorize(f.vars[0], vw, TailStrategy::GuardWithIf);

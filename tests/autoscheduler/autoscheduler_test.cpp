@@ -153,23 +153,25 @@ std::string row_reduction_of(const as::SearchResult& r) {
 }
 
 // A reduction of short rows runs its rows in tasks of several (a task per row of 300
-// floats costs more in the thread pool than summing it), as many as keep a task per
-// core: per task of the 1-D output that reads it, or at root.
+// floats costs more in the thread pool than summing it): per task of the 1-D output that
+// reads it, or at root. 29 rows of 1.2 KB: on 2 cores, tasks of 16 rows (one a core); on
+// 16 cores too, where a task per row would keep the pool's lock busy 16 times as long as
+// the sums take.
 TEST(KilnPlugin, ShortRowsAreReducedInTasksOfSeveralRows) {
   const Halide::Target host = Halide::get_jit_target_from_environment();
   as::MachineModel m = as::machine_model(host);
   auto fresh = [] { return lower_case(find_case("row_sum")).pipeline(); };
   for (int cores : {2, 16}) {
     SCOPED_TRACE(cores);
-    m.cores = cores;  // 29 rows: on 2 cores tasks of 16 rows leave 2 tasks, one per core; on 16, one row per task
-    const std::string band = cores == 2 ? "16" : "1";
+    m.cores = cores;
+    const std::string band = "16";
     as::SearchResult r = as::schedule_pipeline(fresh(), host, m);
     EXPECT_TRUE(any_decision(r, "parallel tasks of " + band + " elements, each computing its rows of 1 row reduction"))
         << ::testing::PrintToString(r.decisions);
     as::Knobs root;
     root.fusion[row_reduction_of(r)] = as::Fusion::Root;
     r = as::schedule_pipeline(fresh(), host, m, &root);
-    EXPECT_TRUE(any_decision(r, "rows in parallel tasks of " + band)) << ::testing::PrintToString(r.decisions);
+    EXPECT_TRUE(any_decision(r, "rows in parallel tasks of " + band + ";")) << ::testing::PrintToString(r.decisions);
   }
 }
 
@@ -603,6 +605,34 @@ TEST(CostModel, MatmulTasksAreSizedToTheCores) {
   EXPECT_GE(tasks(gemm, wide), 4 * 16) << why;
   // Many batches of small problems already make many tasks.
   EXPECT_TRUE(as::choose_matmul_tasks(shape(64, 64, 32, 64), 6, 4, 16, two) == as::MatmulTasks{});
+}
+
+// Halide's thread pool hands tasks out under one lock. On 16 cores a stage of 256 empty
+// tasks took 190 us, 29 us on 2 (apps/bench/results/2026-12-06_session9_*_threadpool_
+// calib.txt): a stage of short tasks costs its tasks in series, more the more cores
+// contend, while tasks of real work claim at different times and hardly contend.
+// (task_us, a core's own cost of a task, is the 2-core Zen 4's 0.5 us with real work;
+// the 2-core Xeon VM's empty tasks cost 0.1-0.2 us.)
+TEST(CostModel, ShortTasksWaitOnTheThreadPoolsLock) {
+  auto stage = [](int cores, double tasks, double bytes) {
+    as::MachineModel m;
+    as::apply_overrides(m, "cores=" + std::to_string(cores) + ",vector_bits=512");
+    as::StagePlan p;
+    p.lanes = 16, p.tasks = tasks, p.flops = bytes / 4;
+    p.streams.push_back({bytes, bytes});
+    return as::predict(p, m);
+  };
+  const as::Prediction empty16 = stage(16, 256, 256 * 64);
+  EXPECT_TRUE(empty16.lock_bound);
+  EXPECT_NEAR(empty16.total_s, 256 * 0.88e-6, 30e-6);  // measured 190 us
+  // On 2 cores each core's own cost of its tasks (task_us) outweighs the lock.
+  EXPECT_FALSE(stage(2, 256, 256 * 64).lock_bound);
+  // kiln_unary's 256 tasks of 8 rows of 4096 floats in and out: their traffic's time.
+  const as::Prediction unary = stage(16, 256, 2.0 * 2048 * 4096 * 4);
+  EXPECT_FALSE(unary.lock_bound);
+  EXPECT_LT(unary.overhead_s, 0.1 * unary.total_s);
+  // Fewer tasks of the same little work are cheaper: 16 tasks, not 256.
+  EXPECT_LT(stage(16, 16, 256 * 64).total_s, 0.2 * empty16.total_s);
 }
 
 // A memory-bound stage of 2048 rows on 16 cores: four tasks per core leave each core
