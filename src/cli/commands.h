@@ -12,5 +12,6 @@ int aot(const std::vector<std::string>& args);
 int models(const std::vector<std::string>& args);
 int autoschedule(const std::vector<std::string>& args);
 int tune(const std::vector<std::string>& args);
+int machine(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

@@ -45,6 +45,11 @@ const Command kCommands[] = {
      "      CUDA target): a generator at its estimate sizes, a model's forward pass on its\n"
      "      example inputs; the fastest goes into the tuning database (--db >\n"
      "      $KILN_TUNING_DB > ./kiln_tuning.json), which kiln::compile and kiln aot read too\n"},
+    {"machine",
+     "  machine [--target host|<Halide target>] [--calibrate]\n"
+     "      print the machine model the Kiln autoscheduler plans for (detected, then\n"
+     "      KILN_MACHINE); --calibrate times Halide's thread pool on stages of empty tasks\n"
+     "      and prints the lock_us that fits them, to set with KILN_MACHINE\n"},
 };
 
 std::string usage() {
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return kiln::cli::bench(args);
     if (cmd == "bench-kernels") return kiln::cli::bench_kernels(args);
     if (cmd == "aot") return kiln::cli::aot(args);
+    if (cmd == "machine") return kiln::cli::machine(args);
     if (cmd == "models") return kiln::cli::models(args);
     if (cmd == "autoschedule") return kiln::cli::autoschedule(args);
     if (cmd == "tune") return kiln::cli::tune(args);

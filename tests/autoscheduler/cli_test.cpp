@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -377,6 +378,8 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"autoschedule softmax -o /no/such/folder/x.h --db none", "cannot write /no/such/folder/x.h"},
       {"autoschedule", "no generator or model; usage: kiln autoschedule"},
       {"autoschedule --model", "--model needs a value"},
+      {"machine --calibrated", "machine: unknown argument '--calibrated'; options: --target"},
+      {"machine --target pdp11", "is not a target; use host or a Halide target string"},
   };
   for (const auto& [args, message] : cases) {
     const CommandRun r = run_kiln(args);
@@ -390,7 +393,7 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
 // `kiln <command> --help` (or -h) prints that command's usage and succeeds, where an
 // unknown option is an error; `kiln help` lists every command.
 TEST(KilnCommands, HelpPrintsTheCommandsUsage) {
-  for (const std::string cmd : {"bench", "bench-kernels", "models", "aot", "autoschedule", "tune"}) {
+  for (const std::string cmd : {"bench", "bench-kernels", "models", "aot", "autoschedule", "tune", "machine"}) {
     for (const std::string flag : {"--help", "-h"}) {
       const CommandRun r = run_kiln(cmd + " " + flag);
       EXPECT_EQ(r.status, 0) << cmd << " " << flag << ": " << r.output;
@@ -402,9 +405,28 @@ TEST(KilnCommands, HelpPrintsTheCommandsUsage) {
   EXPECT_NE(run_kiln("aot --help").output.find("--scheduler default|Kiln|rules"), std::string::npos);
   const CommandRun all = run_kiln("help");
   EXPECT_EQ(all.status, 0);
-  for (const std::string cmd : {"bench [", "bench-kernels [", "models [", "aot <", "autoschedule <", "tune <"}) {
+  for (const std::string cmd : {"bench [", "bench-kernels [", "models [", "aot <", "autoschedule <", "tune <", "machine ["}) {
     EXPECT_NE(all.output.find("  " + cmd), std::string::npos) << cmd << ": " << all.output;
   }
+}
+
+// `kiln machine` prints the model the autoscheduler plans for, KILN_MACHINE applied; with
+// --calibrate, what Halide's thread pool costs a task here and the lock_us that fits it.
+TEST(KilnMachineCommand, PrintsTheModelAndCalibratesTheThreadPool) {
+  const CommandRun r = run_kiln_with("KILN_MACHINE=cores=3,lock_us=0.7", "machine");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("cores=3 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("lock_us=0.7 "), std::string::npos) << r.output;
+  const CommandRun c = run_kiln_with("KILN_MACHINE=cores=4", "machine --calibrate");
+  EXPECT_EQ(c.status, 0) << c.output;
+  // Stages of 2 and 4 empty tasks, and a positive fit.
+  EXPECT_NE(c.output.find("\n             2   "), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("\n             4   "), std::string::npos) << c.output;
+  const size_t at = c.output.find("KILN_MACHINE=lock_us=");
+  ASSERT_NE(at, std::string::npos) << c.output;
+  const double lock_us = std::atof(c.output.c_str() + at + 21);
+  EXPECT_GT(lock_us, 0.001) << c.output;
+  EXPECT_LT(lock_us, 100) << c.output;
 }
 
 TEST(KilnTuneCommand, CudaTargetsNeedAGpuToTimeOn) {
