@@ -88,6 +88,14 @@ Prediction predict(const StagePlan& plan, const MachineModel& m) {
   return p;
 }
 
+Prediction predict_added_work(const StagePlan& plan, const MachineModel& m) {
+  Prediction p = predict(plan, m);
+  p.total_s -= p.overhead_s;
+  p.overhead_s = 0;
+  p.lock_bound = false;
+  return p;
+}
+
 std::string Prediction::str() const {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%.3g ms (compute %.3g, memory %.3g, tasks %.3g)", total_s * 1e3, compute_s * 1e3,

@@ -63,6 +63,10 @@ struct Prediction {
 
 Prediction predict(const StagePlan& plan, const MachineModel& m);
 
+// The time `plan` adds to the tasks of a stage that runs anyway (a Func inlined into its
+// consumer, or computed per row of it): its work, without a stage's thread pool cost.
+Prediction predict_added_work(const StagePlan& plan, const MachineModel& m);
+
 // Seconds the thread pool's lock is held per task while `claimers` cores claim tasks
 // from it: lock_us x log2(claimers), at least half of lock_us. Fitted to stages of empty
 // tasks (apps/bench/results/2026-12-06_session9_*_threadpool_calib.txt): on the 16-core

@@ -429,7 +429,9 @@ struct Search {
     // point, plus a write and a read back of its values. Per row: once per point, where
     // its readers are all at the rows of one output (softmax's exp, read by the row's
     // sum and by the output): a row of values stored and loaded again from L1, which
-    // costs load and store slots beside the arithmetic, not bandwidth.
+    // costs load and store slots beside the arithmetic, not bandwidth. Inline and per
+    // row add work to the tasks of a stage that runs anyway; only root adds a stage, and
+    // with it the thread pool's cost of handing out its tasks.
     StagePlan in, root, row;
     in.flops = point_flops(f) * evals;
     in.lanes = root.lanes = row.lanes = lanes(f);
@@ -438,8 +440,9 @@ struct Search {
     root.streams.push_back({2.0 * f.bytes_total(), f.bytes_total()});
     row.loads = 2.0 * evals / row.lanes;  // a store per point, a load per read
     const std::string host = row_host(f);
-    std::vector<std::pair<Fusion, Prediction>> options = {{Fusion::Inline, predict(in, m)}, {Fusion::Root, predict(root, m)}};
-    if (!host.empty()) options.push_back({Fusion::PerRow, predict(row, m)});
+    std::vector<std::pair<Fusion, Prediction>> options = {{Fusion::Inline, predict_added_work(in, m)},
+                                                          {Fusion::Root, predict(root, m)}};
+    if (!host.empty()) options.push_back({Fusion::PerRow, predict_added_work(row, m)});
     size_t chosen = first_best(options, [](const auto& o) { return o.second.total_s; });
     if (auto k = allowed_fusion(f, {Fusion::Inline, Fusion::Root, Fusion::PerRow}, "a pointwise Func")) {
       for (size_t i = 0; i < options.size(); ++i) {

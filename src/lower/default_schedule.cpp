@@ -461,6 +461,19 @@ bool is_cpu_contraction(const StageInfo& s) {
   return !s.serial && s.func.has_update_definition() && (is_conv_accumulator(s.func) || is_matmul_accumulator(s.func));
 }
 
+// The Funcs that `consumer` calls and that call `producer`, directly or not (neither of
+// the two: find_transitive_calls lists a Func among its own calls).
+std::vector<std::string> funcs_between(const Func& producer, const Func& consumer) {
+  std::vector<std::string> between;
+  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(consumer.function())) {
+    if (name != producer.name() && name != consumer.name() &&
+        Halide::Internal::find_transitive_calls(f).count(producer.name())) {
+      between.push_back(name);
+    }
+  }
+  return between;
+}
+
 }  // namespace
 
 std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
@@ -480,6 +493,10 @@ std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph&
     auto host = lowered.epilogue_hosts.find(s.func.name());
     if (host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, s.func, target)) {
       scheduled[host->second.func.name()] = false;
+      // The accumulator is computed per tile of the host, so every Func between them
+      // (the epilogue) stays inlined in it: stored, it would leave no tile loop to
+      // compute the accumulator at.
+      for (const std::string& name : funcs_between(s.func, host->second.func)) scheduled[name] = true;
     }
   }
   std::set<std::string> stages, outputs;

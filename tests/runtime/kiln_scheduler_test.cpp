@@ -85,6 +85,40 @@ TEST(KilnScheduler, EveryRegisteredModelMatchesDefaultAndEager) {
   }
 }
 
+// The cost model's choices change with the machine it plans for. Whatever machine that is,
+// the schedule must compile and match here. A 16-core plan once stored the bias add
+// between a matmul and the gelu whose tiles compute it, and Halide rejected it; hidden
+// layers of 128 columns (whole register tiles) make such epilogue hosts.
+TEST(KilnScheduler, EveryRegisteredModelMatchesWhenPlannedForOtherMachines) {
+  std::map<std::string, apps::Model> models = small_models();
+  models.erase("mlp");
+  models.erase("gpt_block");
+  models.emplace("mlp", apps::make_mlp({16, 64, 128, 5}));
+  models.emplace("gpt_block", apps::make_gpt_block({2, 16, 64, 4}));
+  for (const char* machine : {"cores=1", "cores=16", "cores=64,vector_bits=256,lock_us=1"}) {
+    SCOPED_TRACE(machine);
+    ScopedEnv env("KILN_MACHINE", std::string(machine));
+    for (const auto& [name, m] : models) {
+      SCOPED_TRACE(name);
+      expect_kiln_matches(m.forward, m.inputs);
+    }
+  }
+}
+
+// A Func stored at root is a stage of its own, with tasks the thread pool hands out; one
+// inlined adds its arithmetic to tasks that run anyway. On 16 and 64 cores, where handing
+// out tasks costs most, the seed's cheap pointwise Funcs stay inlined.
+TEST(KilnScheduler, CheapPointwiseFuncsStayInlinedOnManyCores) {
+  const apps::Model seed = apps::make_seed(1 << 20);
+  for (const char* machine : {"cores=16", "cores=64,lock_us=1"}) {
+    SCOPED_TRACE(machine);
+    ScopedEnv env("KILN_MACHINE", std::string(machine));
+    const std::string log = logged("fusion", [&] { compile(seed.forward, with_scheduler("Kiln"))(seed.inputs); });
+    EXPECT_TRUE(mentions(log, ": inlined (1 evaluations per point")) << log;
+    EXPECT_FALSE(mentions(log, "computed at root")) << log;
+  }
+}
+
 TEST(KilnScheduler, MatmulBiasGeluMatches) {
   // Odd sizes: register tiles do not divide them, so edge tiles are exercised.
   expect_kiln_matches([](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(matmul(in[0], in[1]) + in[2])}; },
