@@ -72,15 +72,17 @@ Prediction predict(const StagePlan& plan, const MachineModel& m) {
   const double wave = plan.task_sizes.empty() ? waves * m.cores / tasks : uneven;
   const double waste = tasks < m.cores ? uneven : std::max(wave, tail);
   // Each core pays for the tasks it claims, and the pool's lock hands out one task at a
-  // time. A core spends lock / (lock + its task's work) of its time at the lock, so that
-  // share of the cores contends for it: a stage of short tasks waits on the lock, one of
-  // long tasks hardly ever.
+  // time, each hand-out slower the more cores contend: the last task starts no sooner than
+  // tasks x that time, and then runs. Tasks with work hide the lock (the cores claim while
+  // others work); short tasks wait on it. The bound assumes every core contends: fewer do
+  // while tasks have work, but pricing that lets more work per task predict less time,
+  // and the search would then pick slower loops (one output channel per conv2d register
+  // tile) to calm the lock.
   const double work_s = (p.compute_s + p.memory_s) * waste;
   double own_s = 0, queue_s = 0;
   if (tasks > 1) {
     own_s = tasks * m.task_us * 1e-6 / cores;
-    const double task_work_s = work_s * cores / tasks, contended = pool_lock_s(cores, m);
-    queue_s = tasks * pool_lock_s(cores * contended / (contended + task_work_s), m);
+    queue_s = tasks * pool_lock_s(cores, m) + work_s * cores / tasks;
   }
   p.overhead_s = std::max(own_s, queue_s - work_s);
   p.lock_bound = queue_s - work_s > own_s;

@@ -19,11 +19,13 @@
 //              (StagePlan::task_sizes) instead of the last wave;
 //   task     = a task's cost to the core that claims and calls it (MachineModel::task_us);
 //   lock     = how long the thread pool's one lock is held per task handed out
-//              (pool_lock_s), longer the more cores contend for it: the cores' share of
-//              time spent claiming, lock / (lock + a task's work). A stage of many short
-//              tasks takes as long as the lock takes to hand them all out (16 cores: 256
-//              empty tasks, 190 us); long tasks hardly contend (kiln_unary's 256 tasks
-//              of 8 rows of 4096 floats, 0.24 ms: its memory traffic's time).
+//              (pool_lock_s), longer the more cores contend for it. A stage takes at
+//              least tasks x that time with all its cores contending: a stage of many
+//              short tasks takes as long as the lock takes to hand them all out (16
+//              cores: 256 empty tasks, 190 us); tasks with work hide it (kiln_unary's
+//              256 tasks of 8 rows of 4096 floats, 0.24 ms: its memory traffic's time).
+//              The time is max(work + task, lock + the last task's work): more work
+//              in the same tasks never predicts less time.
 //
 // Compute and memory are added rather than overlapped: pessimistic, but it ranks
 // candidates the same way and keeps each term visible in the logs.

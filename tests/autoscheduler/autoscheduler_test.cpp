@@ -635,6 +635,25 @@ TEST(CostModel, ShortTasksWaitOnTheThreadPoolsLock) {
   EXPECT_LT(stage(16, 16, 256 * 64).total_s, 0.2 * empty16.total_s);
 }
 
+// More work in the same tasks never predicts less time: the lock's cost does not shrink
+// under the work, or the search would pad tasks to calm it.
+TEST(CostModel, MoreWorkInTheSameTasksNeverTakesLess) {
+  for (int cores : {2, 16, 64}) {
+    as::MachineModel m;
+    as::apply_overrides(m, "cores=" + std::to_string(cores) + ",vector_bits=512");
+    for (double tasks : {1.0, 16.0, 256.0, 4096.0}) {
+      double last = 0;
+      for (double flops = 1e3; flops < 1e10; flops *= 1.5) {
+        as::StagePlan p;
+        p.lanes = 16, p.tasks = tasks, p.flops = flops;
+        const double t = as::predict(p, m).total_s;
+        EXPECT_GE(t, last) << cores << " cores, " << tasks << " tasks, " << flops << " flops";
+        last = t;
+      }
+    }
+  }
+}
+
 // A memory-bound stage of 2048 rows on 16 cores: four tasks per core leave each core
 // idle for half a task at the end (the tail of the work queue), so tasks of 8 rows beat
 // tasks of 32 though they cost four times the overhead; tasks of one row cost more again.
