@@ -127,13 +127,15 @@ std::vector<std::string> schedules_to_time(const Args& a) {
   return out;
 }
 
-// The parameters every autoscheduler gets: the cores to plan for, and for Kiln which
+// The parameters every autoscheduler gets: Halide's the cores to plan for, Kiln which
 // tuning database to read (none for the cost-model row).
 std::map<std::string, std::string> autoscheduler_params(const std::string& schedule, bool gpu, const Args& a) {
   const int parallelism = gpu ? 128 : int(std::max(1u, std::thread::hardware_concurrency()));
   std::map<std::string, std::string> p;
-  // Kiln reads the GPU off the device (its parallelism is the CPU's core count).
-  if (!(gpu && (schedule == "Kiln" || schedule == kKilnTuned))) p["parallelism"] = std::to_string(parallelism);
+  // Kiln reads the machine itself, as kiln tune and kiln autoschedule do: the cores (or
+  // the GPU) detected, then KILN_MACHINE. A parallelism parameter would override
+  // KILN_MACHINE's cores, and the tuned entry, keyed by the machine, would not be found.
+  if (schedule != "Kiln" && schedule != kKilnTuned) p["parallelism"] = std::to_string(parallelism);
   if (schedule == "Kiln") p["db"] = "none";
   if (schedule == kKilnTuned) p["db"] = a.db;
   return p;

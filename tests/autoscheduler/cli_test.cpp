@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,6 +216,21 @@ TEST(KilnTuneCommand, ATinyBudgetWritesAnEntryThatThePluginUses) {
   EXPECT_EQ(without.status, 0) << without.output;
   EXPECT_EQ(without.output.find("Kiln-tuned"), std::string::npos) << without.output;
   EXPECT_NE(without.output.find("\"impl\": \"Kiln\""), std::string::npos) << without.output;
+}
+
+// Every command plans Kiln for one machine: with KILN_MACHINE naming other cores than this
+// machine has, `kiln bench-kernels` finds the entry that `kiln tune` saved under it (it
+// once passed Kiln this machine's core count, which overrode KILN_MACHINE's).
+TEST(KilnTuneCommand, BenchKernelsPlansForTheMachineThatKilnTuneDid) {
+  kiln::as_test::TempDir dir;
+  const std::string db_path = dir.file("db.json");
+  const std::string machine = "KILN_MACHINE=cores=" + std::to_string(std::thread::hardware_concurrency() + 3);
+  const CommandRun tune = run_kiln_with(machine, "tune binary --budget-s 1 --candidates 2 --reps 2 --db " + db_path);
+  ASSERT_EQ(tune.status, 0) << tune.output;
+  const CommandRun bench = run_kiln_with(
+      machine, "bench-kernels --filter '^kiln_binary$' --schedules Kiln-tuned --reps 1 --max-seconds 0 --db " + db_path);
+  EXPECT_EQ(bench.status, 0) << bench.output;
+  EXPECT_NE(bench.output.find("\"impl\": \"Kiln-tuned\""), std::string::npos) << bench.output;
 }
 
 // A model's forward pass tuned in one process is found by its compiles in others (the
