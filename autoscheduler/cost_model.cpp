@@ -36,6 +36,27 @@ double pool_lock_s(double claimers, const MachineModel& m) {
   return m.lock_us * 1e-6 * std::max(0.5, std::log2(std::max(1.0, claimers)));
 }
 
+double pool_s_per_task(double cores, double task_work_s, const MachineModel& m) {
+  const int n = std::max(1, int(std::lround(cores)));
+  if (task_work_s <= 0) return pool_lock_s(n, m);
+  // The machine-repairman queue: n cores each work for task_work_s, then wait at the lock,
+  // which hands out one task at a time in pool_lock_s(j) with j cores at it. With j at the
+  // lock, the other n - j arrive at rate (n - j) / task_work_s and the lock serves at
+  // 1 / pool_lock_s(j): the chance of j, p(j), is p(j - 1) x (n - j + 1) / task_work_s x
+  // pool_lock_s(j) (in logarithms: the products run past a double for 128 cores of empty
+  // tasks), and tasks leave the lock at sum_j>0 p(j) / pool_lock_s(j) a second.
+  std::vector<double> log_p(n + 1, 0.0);
+  for (int j = 1; j <= n; ++j) log_p[j] = log_p[j - 1] + std::log((n - j + 1) * pool_lock_s(j, m) / task_work_s);
+  const double top = *std::max_element(log_p.begin(), log_p.end());
+  double total = 0, rate = 0;
+  for (int j = 0; j <= n; ++j) {
+    const double p = std::exp(log_p[j] - top);
+    total += p;
+    if (j > 0) rate += p / pool_lock_s(j, m);
+  }
+  return total / rate;
+}
+
 Prediction predict(const StagePlan& plan, const MachineModel& m) {
   Prediction p;
   const double tasks = std::max(1.0, plan.tasks);
@@ -71,21 +92,27 @@ Prediction predict(const StagePlan& plan, const MachineModel& m) {
   const double uneven = plan.task_sizes.empty() ? 1.0 : queue_unevenness(plan.task_sizes, m.cores);
   const double wave = plan.task_sizes.empty() ? waves * m.cores / tasks : uneven;
   const double waste = tasks < m.cores ? uneven : std::max(wave, tail);
-  // Each core pays for the tasks it claims, and the pool's lock hands out one task at a
-  // time, each hand-out slower the more cores contend: the last task starts no sooner than
-  // tasks x that time, and then runs. Tasks with work hide the lock (the cores claim while
-  // others work); short tasks wait on it. The bound assumes every core contends: fewer do
-  // while tasks have work, but pricing that lets more work per task predict less time,
-  // and the search would then pick slower loops (one output channel per conv2d register
-  // tile) to calm the lock.
-  const double work_s = (p.compute_s + p.memory_s) * waste;
-  double own_s = 0, queue_s = 0;
+  const double evenly_s = p.compute_s + p.memory_s;
+  const double work_s = evenly_s * waste;
+  // Each core pays for the tasks it claims (task_us), and the pool's lock hands them out
+  // one at a time. A stage starts with every core at the lock: those first hand-outs
+  // wait with all cores contending, the last of them then runs its task (the bound
+  // before pool_s_per_task, which is monotone in work). Later ones come at times the
+  // tasks' work has spread out (pool_s_per_task). With tasks / cores hand-outs per core,
+  // the first are cores / tasks of them: the lock costs that blend of the two, past the
+  // work alone. The blend keeps stages of one or two tasks per core, whose cores all
+  // start together, from looking cheaper when each task does more (slower register tiles).
+  double own_s = 0, lock_s = 0;
   if (tasks > 1) {
     own_s = tasks * m.task_us * 1e-6 / cores;
-    queue_s = tasks * pool_lock_s(cores, m) + work_s * cores / tasks;
+    const double task_s = evenly_s * cores / tasks;
+    const double rush_s = std::max(0.0, tasks * pool_lock_s(cores, m) + task_s - evenly_s);
+    const double spread_s = std::max(0.0, tasks * pool_s_per_task(cores, task_s, m) - evenly_s);
+    const double first = cores / tasks;
+    lock_s = first * rush_s + (1 - first) * spread_s;
   }
-  p.overhead_s = std::max(own_s, queue_s - work_s);
-  p.lock_bound = queue_s - work_s > own_s;
+  p.overhead_s = std::max(own_s, lock_s);
+  p.lock_bound = lock_s > own_s;
   p.total_s = work_s + p.overhead_s;
   return p;
 }

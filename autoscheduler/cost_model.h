@@ -1,7 +1,7 @@
 // An analytical cost model: the predicted run time of one pipeline stage's loop nest,
 // from the machine model alone, without compiling or running anything.
 //
-//   time = max((compute + memory) x imbalance + tasks x task / cores, tasks x lock)
+//   time = (compute + memory) x imbalance + max(tasks x task / cores, lock)
 //
 //   compute  = cycles of the busiest issue port / (cores used x clock), where the ports
 //              are the FMA units (vector arithmetic: flops / (lanes x 2 per FMA)) and the
@@ -18,14 +18,20 @@
 //              sizes, the busiest core's share of a queue that hands them out in order
 //              (StagePlan::task_sizes) instead of the last wave;
 //   task     = a task's cost to the core that claims and calls it (MachineModel::task_us);
-//   lock     = how long the thread pool's one lock is held per task handed out
-//              (pool_lock_s), longer the more cores contend for it. A stage takes at
-//              least tasks x that time with all its cores contending: a stage of many
-//              short tasks takes as long as the lock takes to hand them all out (16
-//              cores: 256 empty tasks, 190 us); tasks with work hide it (kiln_unary's
-//              256 tasks of 8 rows of 4096 floats, 0.24 ms: its memory traffic's time).
-//              The time is max(work + task, lock + the last task's work): more work
-//              in the same tasks never predicts less time.
+//   lock     = what the thread pool's one lock adds past the work: it hands out one
+//              task at a time, each hand-out slower the more cores wait at it
+//              (pool_lock_s). A stage starts with every core at the lock; later, cores
+//              with work claim at different times and seldom wait (pool_s_per_task, a
+//              machine-repairman queue), so tasks of a few us hide most of it. The
+//              first cores / tasks of the hand-outs are priced with every core waiting
+//              and the last of them then running its task (more work there never
+//              predicts less time), the rest in the queue. On the 16-core Xeon,
+//              kiln_unary's 2048 rows of 4096 floats: 1024 tasks 0.65 ms, 512 0.29 ms,
+//              256 0.19 ms (its traffic's time); predicted 0.82, 0.27 and 0.18, where
+//              every hand-out at full contention predicted 0.90, 0.46 and 0.24 and had
+//              the search pick 128 tasks, 0.21 ms. The queue's lock eases as tasks do
+//              more work, so choices that keep the tasks (a conv2d's register tile) are
+//              ranked by their work, not by this.
 //
 // Compute and memory are added rather than overlapped: pessimistic, but it ranks
 // candidates the same way and keeps each term visible in the logs.
@@ -75,6 +81,12 @@ Prediction predict_added_work(const StagePlan& plan, const MachineModel& m);
 // Xeon 0.17, 0.47, 0.70 and 1.08 us a task with 2, 4, 8 and 16 cores claiming (0.74 past
 // 16 tasks), on the 2-core VM 0.11-0.16 us; lock_us = 0.22 gives 0.22, 0.44, 0.66, 0.88.
 double pool_lock_s(double claimers, const MachineModel& m);
+
+// Seconds per task that `cores` cores take through the thread pool when each task holds
+// a core for `task_work_s` of work, hand-outs included: a machine-repairman queue whose one
+// server, the lock, serves in pool_lock_s(cores waiting). pool_lock_s(cores) for empty
+// tasks (all cores wait), (task_work_s + pool_lock_s(1)) / cores for long ones (none do).
+double pool_s_per_task(double cores, double task_work_s, const MachineModel& m);
 
 // The bandwidth (bytes/s for one core; the whole socket for DRAM) of the smallest level
 // holding `working_set` bytes, and whether that level is private to a core.

@@ -65,18 +65,22 @@ ConvTile choose_conv_tile(double columns, double channels, double rows, double s
     p.tasks = rows;
     return predict(p, m);
   };
+  // Every tile runs the same tasks, a row each: the thread pool costs them alike. Its
+  // lock's price eases as tasks do more work, and must not pick a slower tile (on 16
+  // cores it preferred resnet18's tiles one channel wide): tiles are ranked by their work.
+  auto work = [](const Prediction& p) { return p.total_s - p.overhead_s; };
   const ConvTile rules;
   ConvTile best = rules;
   Prediction best_pr = plan(rules);
   const Prediction rules_pr = best_pr;
-  std::vector<std::pair<ConvTile, double>> scored = {{rules, rules_pr.total_s}};
+  std::vector<std::pair<ConvTile, double>> scored = {{rules, work(rules_pr)}};
   for (int vectors = 1; vectors <= 4; ++vectors) {
     for (int ch = 1; ch <= 16; ++ch) {
       const ConvTile t{vectors, ch};
       if (!conv_tile_fits(t, m) || t == rules) continue;
       const Prediction pr = plan(t);
-      scored.push_back({t, pr.total_s});
-      if (pr.total_s < best_pr.total_s * 0.99) best = t, best_pr = pr;
+      scored.push_back({t, work(pr)});
+      if (work(pr) < work(best_pr) * 0.99) best = t, best_pr = pr;
     }
   }
   if (why) {
@@ -91,7 +95,7 @@ ConvTile choose_conv_tile(double columns, double channels, double rows, double s
     for (const auto& [t, seconds] : scored) {
       if (t == best) continue;
       if (runner_ups->size() == kConvRunnerUps) break;
-      runner_ups->push_back({t, seconds - best_pr.total_s});
+      runner_ups->push_back({t, seconds - work(best_pr)});
     }
   }
   return best;
@@ -577,7 +581,19 @@ struct Search {
       }
     }
     KILN_CHECK(!scored.empty(), f.name, ": no register tiling fits");
-    TileChoice chosen = scored[first_best(scored, [](const TileChoice& c) { return c.prediction.total_s; })];
+    size_t best = first_best(scored, [](const TileChoice& c) { return c.prediction.total_s; });
+    // Where the thread pool's lock sets the stage's time, tilings within a fifth of the
+    // lock's price of the best are ties: that price, fitted to +-20%, is the least certain
+    // term, and it eases as tasks do more work, so it would favour slower tiles (a conv2d's
+    // 3 x 2 tiles of 12 channels over 4 x 2, for their extra loads). The least work wins.
+    if (scored[best].prediction.lock_bound) {
+      const double limit = scored[best].prediction.total_s + 0.2 * scored[best].prediction.overhead_s;
+      auto work = [](const TileChoice& c) { return c.prediction.compute_s + c.prediction.memory_s; };
+      for (size_t i = 0; i < scored.size(); ++i) {
+        if (scored[i].prediction.total_s <= limit && work(scored[i]) < work(scored[best]) * 0.999) best = i;
+      }
+    }
+    TileChoice chosen = scored[best];
     if (auto k = knob_tile(f.name)) chosen = {f.name, *k, predict(contraction_plan(s, *k), m)};
     std::stable_sort(scored.begin(), scored.end(), [](const TileChoice& a, const TileChoice& b) {
       return a.prediction.total_s < b.prediction.total_s;

@@ -551,6 +551,25 @@ TEST(CostModel, NarrowConvolutionRowsTakeOneVectorOfColumns) {
   }
 }
 
+// Every conv2d register tile runs the same tasks (a row each), so the thread pool's lock,
+// which eases as tasks do more work, must not choose the tile: on 16 cores, ranked by
+// their whole predicted time, resnet18's tiles became one or two channels wide (slower
+// work, a calmer lock). The tile is the one that does the least work, whatever the cores.
+TEST(CostModel, TheCoresDoNotChooseAConvolutionsRegisterTile) {
+  for (const auto& [columns, channels, steps] :
+       {std::tuple<double, double, double>{32, 16, 144}, {16, 32, 288}, {8, 64, 576}, {4, 128, 1152}}) {
+    std::vector<as::ConvTile> tiles;
+    for (int cores : {2, 16, 64}) {
+      as::MachineModel m;
+      as::apply_overrides(m, "cores=" + std::to_string(cores) + ",vector_bits=512,registers=32,l1=49152,l2=2097152");
+      std::string why;
+      tiles.push_back(as::choose_conv_tile(columns, channels, columns, steps, 16, 4, m, &why));
+      EXPECT_GE(tiles.back().channels, 8) << cores << " cores, " << columns << " columns: " << why;
+    }
+    EXPECT_TRUE(tiles[0] == tiles[1] && tiles[0] == tiles[2]) << columns << " columns";
+  }
+}
+
 // Unequal tasks: a queue hands them out in order, so the busiest core sets the time.
 // (Fewer tasks than cores, so that the queue's tail does not count.)
 TEST(CostModel, UnequalTasksCostTheBusiestCoresShare) {
@@ -595,7 +614,7 @@ TEST(CostModel, MatmulTasksAreSizedToTheCores) {
   EXPECT_LT(as::predict(as::matmul_tasks_plan(mlp, 6, 4, 16, small), two).total_s, rules_s / 1.2);
   // kiln bench's MLP: 171 row tiles in 22 bands, many per core on 2 cores: the rules'.
   const as::ContractionShape gemm = shape(1024, 4096, 1024, 1);
-  EXPECT_TRUE(as::choose_matmul_tasks(gemm, 6, 4, 16, two) == as::MatmulTasks{});
+  EXPECT_TRUE(as::choose_matmul_tasks(gemm, 6, 4, 16, two, &why) == as::MatmulTasks{}) << why;
   // Bands of one row tile read all of b once per 6 rows, from L3: slower than the rules.
   EXPECT_GT(as::predict(as::matmul_tasks_plan(gemm, 6, 4, 16, {1, 0}), two).total_s,
             as::predict(as::matmul_tasks_plan(gemm, 6, 4, 16, {}), two).total_s);
@@ -635,13 +654,52 @@ TEST(CostModel, ShortTasksWaitOnTheThreadPoolsLock) {
   EXPECT_LT(stage(16, 16, 256 * 64).total_s, 0.2 * empty16.total_s);
 }
 
-// More work in the same tasks never predicts less time: the lock's cost does not shrink
-// under the work, or the search would pad tasks to calm it.
-TEST(CostModel, MoreWorkInTheSameTasksNeverTakesLess) {
+// Cores whose tasks have work reach the pool's lock at different times: the lock costs
+// each task less than when every core waits at it. The Xeon's kiln_unary (2048 rows of
+// 4096 floats in and out, 16 cores): 1024 tasks of 2 rows took 0.65 ms, 512 of 4 0.29 ms
+// and 256 of 8 0.19 ms, its traffic's time; the lock at full contention for every task
+// predicted 0.90, 0.46 and 0.24 ms, and had the search run it in 128 tasks (0.21 ms).
+TEST(CostModel, TheLockCostsLessWhenTasksSpreadTheCoresOut) {
+  as::MachineModel m;
+  as::apply_overrides(m, "cores=16,vector_bits=512,l2=2097152,l3=110100480,dram_gbps=112");
+  // The queue's ends: empty tasks wait with every core at the lock; one core never waits;
+  // long tasks hardly do.
+  EXPECT_NEAR(as::pool_s_per_task(16, 0, m), as::pool_lock_s(16, m), 1e-15);
+  EXPECT_NEAR(as::pool_s_per_task(16, 1e-12, m), as::pool_lock_s(16, m), 1e-9);
+  EXPECT_NEAR(as::pool_s_per_task(1, 3e-6, m), 3e-6 + as::pool_lock_s(1, m), 1e-15);
+  EXPECT_NEAR(as::pool_s_per_task(16, 1e-3, m), (1e-3 + as::pool_lock_s(1, m)) / 16, 1e-9);
+  // 128 cores of empty tasks: the queue's chances run past a double unless summed in logs.
+  EXPECT_NEAR(as::pool_s_per_task(128, 1e-9, m), as::pool_lock_s(128, m), 1e-9);
+  auto unary = [&](double tasks) {
+    as::StagePlan p;
+    p.flops = 2048.0 * 4096, p.lanes = 16, p.tasks = tasks;
+    p.streams.push_back({2.0 * 2048 * 4096 * 4, 2.0 * 2048 * 4096 * 4});
+    return as::predict(p, m).total_s;
+  };
+  for (auto [tasks, measured] : {std::pair{1024.0, 0.647e-3}, {512.0, 0.289e-3}, {256.0, 0.191e-3}}) {
+    EXPECT_NEAR(unary(tasks), measured, 0.3 * measured) << tasks << " tasks";
+  }
+  EXPECT_LT(unary(256), unary(128));
+  EXPECT_LT(unary(256), unary(512));
+  // The search runs it in tasks of 8 rows.
+  Halide::ImageParam in(Halide::Float(32), 2, "in");
+  Halide::Var x("x"), y("y");
+  Halide::Func out("out");
+  out(x, y) = Halide::max(in(x, y), 0.0f);
+  in.dim(0).set_estimate(0, 4096), in.dim(1).set_estimate(0, 2048);
+  out.set_estimate(x, 0, 4096).set_estimate(y, 0, 2048);
+  const as::SearchResult r = as::schedule_pipeline(Halide::Pipeline(out), Halide::Target("x86-64-linux-avx512_skylake"), m);
+  ASSERT_EQ(r.knobs.bands.size(), 1u) << r.source;
+  EXPECT_EQ(r.knobs.bands.begin()->second, 8) << r.source;
+}
+
+// While every core takes at most one task, they all start at the lock together: there
+// more work never predicts less time (the lock's cost does not shrink under it).
+TEST(CostModel, MoreWorkInOneWaveNeverTakesLess) {
   for (int cores : {2, 16, 64}) {
     as::MachineModel m;
     as::apply_overrides(m, "cores=" + std::to_string(cores) + ",vector_bits=512");
-    for (double tasks : {1.0, 16.0, 256.0, 4096.0}) {
+    for (double tasks : {1.0, 2.0, double(cores)}) {
       double last = 0;
       for (double flops = 1e3; flops < 1e10; flops *= 1.5) {
         as::StagePlan p;
