@@ -674,11 +674,14 @@ struct Search {
   // so a stale knob leaves the pipeline untouched.
   // Whether `f`'s rows are split into parallel tasks of a band (a knob): a pure output
   // of two dims or more that is not register-tiled, a 1-D output that computes row
-  // reductions, or a row reduction at root.
+  // reductions, a row reduction at root, or a pointwise Func of two dims or more at root.
   bool has_band(const FuncInfo& f) const {
     if (f.is_output && is_pure_output(f)) return (f.vars.size() >= 2 || rows_var.count(f.name)) && !tiles.count(f.name);
-    return f.reduction == ReductionKind::Row && place.at(f.name).where == Where::Root && !root_tiles.count(f.name) &&
-           !is_fixed(f.name);
+    if (is_fixed(f.name) || f.is_output) return false;
+    if (f.reduction == ReductionKind::None) {
+      return f.vars.size() >= 2 && place.at(f.name).where == Where::Root && !f.function.has_extern_definition();
+    }
+    return f.reduction == ReductionKind::Row && place.at(f.name).where == Where::Root && !root_tiles.count(f.name);
   }
 
   // The Func a knob names (by its key, PipelineInfo::keys) that `fits`, or nullptr.
@@ -721,8 +724,8 @@ struct Search {
     }
     for (const auto& [func, band] : knobs->bands) {
       if (!knob_func(func, [&](const FuncInfo& f) { return has_band(f); })) {
-        user_error("tuning knobs: ", func, " is not an output or a row reduction of this pipeline whose rows are ",
-                   "split into tasks (re-run kiln tune for this pipeline)");
+        user_error("tuning knobs: ", func, " is not an output, a row reduction or a pointwise Func at root of ",
+                   "this pipeline whose rows are split into tasks (re-run kiln tune for this pipeline)");
       }
       if (band < 1) user_error("tuning knobs: ", func, "'s band must be at least 1, not ", band);
     }
@@ -1123,9 +1126,22 @@ struct Search {
                              std::to_string(chunk) + "; predicted " + pr.str());
       return;
     }
+    if (f.vars.size() < 2) {  // one dim, too short for two tasks: one serial loop
+      if (f.extents[0] >= vw) s.vectorize(f.vars[0], vw, TailStrategy::GuardWithIf);
+      decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", one task");
+      return;
+    }
+    // More dims: the outer ones fused into rows, in tasks of the band the cost model
+    // prices lowest, as an output's. (The outermost dim alone in parallel ran kiln_conv2d's
+    // zero-padded input, whose outermost dim is a batch of 4, on 4 of 16 cores.)
+    double rows = 1;
+    for (size_t d = 1; d < f.extents.size(); ++d) rows *= double(f.extents[d]);
+    const auto [band, chosen] =
+        choose_band(f.name, rows, 1, [&](int b) { return row_plan(f, point_flops(f), rows, b); });
+    outer_loops(s, f.vars, f.vars[1], band);
     if (f.extents[0] >= vw) s.vectorize(f.vars[0], vw, TailStrategy::GuardWithIf);
-    if (f.vars.size() >= 2) s.parallel(f.vars.back());
-    decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", outermost dim in parallel");
+    decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " + std::to_string(band) +
+                           " rows; predicted " + chosen.str());
   }
 
   SearchResult run() {

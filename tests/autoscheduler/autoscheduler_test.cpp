@@ -289,6 +289,56 @@ TEST(KilnPlugin, ValuesReadAtTheirOwnPointAreComputedOncePerPoint) {
   EXPECT_LE(worst, 1e-5);
 }
 
+// A stored value of several dims runs in tasks of its outer dims' rows, as an output
+// does: its outermost dim alone in parallel ran kiln_conv2d's zero-padded input (a batch
+// of 4) on 4 of 16 cores. Its band is a knob, and every band gives the stencil's values.
+TEST(KilnPlugin, AStoredValueOfSeveralDimsRunsInTasksOfRows) {
+  const Halide::Target host = Halide::get_jit_target_from_environment();
+  as::MachineModel m;
+  as::apply_overrides(m, "cores=16,vector_bits=512");
+  const int w = 64, h = 30, c = 8, batch = 2;
+  Halide::ImageParam in(Halide::Float(32), 4, "in");
+  Halide::Var x("x"), y("y"), ch("ch"), n("n");
+  Halide::Func s("s"), stencil("stencil");
+  s(x, y, ch, n) = Halide::sin(in(x, y, ch, n));
+  stencil(x, y, ch, n) = s(x, y, ch, n) + s(x, y + 1, ch, n) + s(x, y + 2, ch, n);
+  in.dim(0).set_estimate(0, w).dim(1).set_estimate(0, h + 2).dim(2).set_estimate(0, c).dim(3).set_estimate(0, batch);
+  stencil.set_estimate(x, 0, w).set_estimate(y, 0, h).set_estimate(ch, 0, c).set_estimate(n, 0, batch);
+  Halide::Pipeline p(stencil);
+  as::Knobs root;  // (at these sizes the search inlines it)
+  root.fusion["s"] = as::Fusion::Root;
+  const as::SearchResult r = as::schedule_pipeline(p, host, m, &root);
+  ASSERT_TRUE(any_decision(r, "s: vectorized by")) << ::testing::PrintToString(r.decisions);
+  EXPECT_TRUE(any_decision(r, "parallel tasks of")) << ::testing::PrintToString(r.decisions);
+  EXPECT_EQ(r.source.find("s.parallel(n)"), std::string::npos) << r.source;
+  ASSERT_EQ(r.knobs.bands.count("s"), 1u) << r.source;
+  // Rows: 32 x 8 x 2 = 512; enough tasks for the cores, unless the lock bounds the stage.
+  EXPECT_GE(std::ceil(512.0 / r.knobs.bands.at("s")), 2.0) << r.source;
+
+  Halide::Buffer<float> input(w, h + 2, c, batch), got(w, h, c, batch);
+  input.for_each_element([&](int i, int j, int k, int l) { input(i, j, k, l) = float((i + 3 * j + 7 * k + 11 * l) % 100) * 1e-2f; });
+  in.set(input);
+  for (int band : {1, 7, r.knobs.bands.at("s"), 4096}) {
+    SCOPED_TRACE("band " + std::to_string(band));
+    as::Knobs k = r.knobs;
+    k.bands["s"] = band;
+    Halide::Func s2("s"), st2("stencil");
+    s2(x, y, ch, n) = Halide::sin(in(x, y, ch, n));
+    st2(x, y, ch, n) = s2(x, y, ch, n) + s2(x, y + 1, ch, n) + s2(x, y + 2, ch, n);
+    st2.set_estimate(x, 0, w).set_estimate(y, 0, h).set_estimate(ch, 0, c).set_estimate(n, 0, batch);
+    Halide::Pipeline p2(st2);
+    as::schedule_pipeline(p2, host, m, &k);
+    p2.realize(got, host);
+    double worst = 0;
+    got.for_each_element([&](int i, int j, int kk, int l) {
+      double want = 0;
+      for (int d = 0; d < 3; ++d) want += std::sin(double(input(i, j + d, kk, l)));
+      worst = std::max(worst, std::abs(want - got(i, j, kk, l)));
+    });
+    EXPECT_LE(worst, 1e-5);
+  }
+}
+
 // softmax's exp is read twice on each row, by the row's sum and by the output: computed
 // once per row into a row kept in L1 (an exp costs as much as ~20 multiply-adds), not
 // twice inline; its placement is a knob with both others as runner-ups, and each gives
