@@ -85,6 +85,9 @@ class CallCounter : public IRVisitor {
   explicit CallCounter(std::vector<std::string> vars = {}) : vars_(std::move(vars)) {}
   std::map<std::string, int> calls;
   std::set<std::string> identity;
+  // Callees every call reads at a permutation of the caller's own point: for each of the
+  // callee's dims, the caller's dim whose var indexes it.
+  std::map<std::string, std::vector<int>> permutation;
 
  private:
   using IRVisitor::visit;
@@ -92,10 +95,15 @@ class CallCounter : public IRVisitor {
     if (op->call_type == Call::Halide) {
       std::ostringstream key;
       bool at_own_point = op->args.size() == vars_.size();
+      std::vector<int> perm;
       for (size_t i = 0; i < op->args.size(); ++i) {
         key << op->args[i] << ",";
         const Variable* v = op->args[i].as<Variable>();
         at_own_point = at_own_point && v && v->name == vars_[i];
+        const auto at = v ? std::find(vars_.begin(), vars_.end(), v->name) : vars_.end();
+        if (at != vars_.end() && std::find(perm.begin(), perm.end(), int(at - vars_.begin())) == perm.end()) {
+          perm.push_back(int(at - vars_.begin()));
+        }
       }
       if (seen_[op->name].insert(key.str()).second) calls[op->name]++;
       if (!at_own_point) not_identity_.insert(op->name);
@@ -104,12 +112,19 @@ class CallCounter : public IRVisitor {
       } else {
         identity.erase(op->name);
       }
+      const bool permuted = perm.size() == vars_.size() && op->args.size() == vars_.size();
+      if (!permuted || (permutation.count(op->name) && permutation.at(op->name) != perm)) not_permuted_.insert(op->name);
+      if (not_permuted_.count(op->name)) {
+        permutation.erase(op->name);
+      } else {
+        permutation[op->name] = perm;
+      }
     }
     IRVisitor::visit(op);
   }
   std::vector<std::string> vars_;
   std::map<std::string, std::set<std::string>> seen_;
-  std::set<std::string> not_identity_;
+  std::set<std::string> not_identity_, not_permuted_;
 };
 
 class Mentions : public IRVisitor {
@@ -405,6 +420,9 @@ PipelineInfo analyze(const Pipeline& pipeline) {
       FuncInfo& c = info.funcs.at(callee);
       c.callers[fi.name] += n;
       if (pure.identity.count(callee) && !fi.calls_in_update.count(callee)) c.identity_callers.insert(fi.name);
+      if (pure.permutation.count(callee) && !fi.calls_in_update.count(callee)) {
+        c.permuted_callers[fi.name] = pure.permutation.at(callee);
+      }
     }
     for (const Expr& e : exprs) {
       for (auto& [callee, box] : boxes_required(e, scope)) {

@@ -42,6 +42,9 @@ struct FuncInfo {
   bool trivial = false;                // a pure load (wrapper, cast, reshape): free to inline
   std::map<std::string, int> callers;  // Func name -> distinct calls in its definitions
   std::set<std::string> identity_callers;  // callers that read this Func only at their own point
+  // Callers that read this Func only at a permutation of their own point (identity
+  // callers too): for each of this Func's dims, the caller's dim that indexes it.
+  std::map<std::string, std::vector<int>> permuted_callers;
   std::map<std::string, int64_t> calls_in_update;  // Func name -> calls from this one's update
   // A contraction's loads per reduction step, by what their indices depend on: the
   // column var only (matmul's b: one vector per tile column), the row var only (its a: one

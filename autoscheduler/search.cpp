@@ -313,6 +313,9 @@ struct Search {
   std::map<std::string, Placement> place;
   std::map<std::string, double> evaluations;  // of inlined Funcs: how often each point is recomputed
   std::map<std::string, TileChoice> tiles;    // by host output
+  // A tile host's vars in the order of its contraction's dims (then its others, in its
+  // own order), where it reads the contraction at a permutation of its point.
+  std::map<std::string, std::vector<std::string>> tile_vars;
   std::map<std::string, TileChoice> root_tiles;  // contractions tiled in a stored wrapper, by name
   std::map<std::string, std::string> rows_var;  // host output -> its row loop
   SearchResult result;
@@ -493,15 +496,40 @@ struct Search {
     return h.vars.size() >= 2 && h.extents == f.extents ? host : "";
   }
 
+  // For each dim of `f`, the dim of output `h` that reads it, where `h` reads `f` at a
+  // permutation of its own point through Funcs inlined into it (each a single reader of
+  // the last); empty otherwise.
+  std::vector<int> dims_in_host(const FuncInfo& f, const FuncInfo& h) const {
+    std::vector<int> dims(f.vars.size());
+    for (size_t d = 0; d < dims.size(); ++d) dims[d] = int(d);
+    const FuncInfo* cur = &f;
+    while (cur->name != h.name) {
+      if (cur->callers.size() != 1) return {};
+      const std::string& caller = cur->callers.begin()->first;
+      const auto perm = cur->permuted_callers.find(caller);
+      if (perm == cur->permuted_callers.end() || (caller != h.name && place.at(caller).where != Where::Inline)) return {};
+      for (int& d : dims) d = perm->second[size_t(d)];
+      cur = &info.at(caller);
+    }
+    return dims;
+  }
+
   void place_reduction(const FuncInfo& f) {
     Placement p;
     const std::set<std::string> consumers = effective_consumers(f);
     if (f.reduction == ReductionKind::Contraction && consumers.size() == 1) {
+      // Its one reader, an output, hosts its tiles where it reads it at a permutation of
+      // its point that keeps the contiguous dim (kiln_conv2d's accumulator is (columns,
+      // channels, rows, batch), its output (columns, rows, channels, batch)).
       const FuncInfo& h = info.at(*consumers.begin());
-      if (is_pure_output(h) && h.extents == f.extents && !tiles.count(h.name) && !rows_var.count(h.name) &&
-          f.extents[0] >= lanes(f)) {
+      const std::vector<int> dims = is_pure_output(h) ? dims_in_host(f, h) : std::vector<int>{};
+      bool fits = dims.size() == h.vars.size() && dims.size() >= 2 && dims[0] == 0;
+      for (size_t d = 0; fits && d < dims.size(); ++d) fits = h.extents[size_t(dims[d])] == f.extents[d];
+      if (fits && !tiles.count(h.name) && !rows_var.count(h.name) && f.extents[0] >= lanes(f)) {
         p = {Where::AtTile, h.name};
         tiles[h.name] = choose_tiling(f);
+        std::vector<std::string>& vars = tile_vars[h.name];
+        for (int d : dims) vars.push_back(h.vars[size_t(d)]);
       }
     }
     if (f.reduction == ReductionKind::Contraction && p.where == Where::Root && f.vars.size() >= 2 &&
@@ -952,10 +980,14 @@ struct Search {
   void schedule_tiled_output(ScheduleWriter& w, const FuncInfo& h, const TileChoice& tc) {
     const ContractionTiling& t = tc.tiling;
     const int tw = t.vectors * t.lanes, tm = t.rows;
+    const std::vector<std::string>& vars = tile_vars.at(h.name);
+    const size_t rows_dim = size_t(std::find(h.vars.begin(), h.vars.end(), vars[1]) - h.vars.begin());
+    std::vector<int> min_extents(rows_dim + 1, 1);
+    min_extents[0] = tw, min_extents[rows_dim] = tm;
     for (int pass = 0; pass < 2; ++pass) {
       const bool full = pass == 0;
-      StageWriter s = full ? w.specialize_min_extents(h.name, {tw, tm}) : w.stage(h.name);
-      tile_loops(s, h.vars, t, full ? tw : 1, full ? tm : 1, full ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf,
+      StageWriter s = full ? w.specialize_min_extents(h.name, min_extents) : w.stage(h.name);
+      tile_loops(s, vars, t, full ? tw : 1, full ? tm : 1, full ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf,
                  full);
     }
     compute_tile(w, info.at(tc.func), h.name, tc);

@@ -84,18 +84,29 @@ bool any_decision(const as::SearchResult& r, const std::string& text) {
   return false;
 }
 
-// conv2d's accumulator runs (ow, o, oh, n) and its output (ow, oh, o, n): no output can
-// host its tiles, so a stored copy of it is tiled. The pooling window's index is bound to
-// a let in its update; seen through it, pooling is a contraction whose one operand is
-// indexed by both tile dims.
+// conv2d's accumulator runs (ow, o, oh, n) and its output (ow, oh, o, n): the output
+// reads it at a permutation of its point that keeps the columns innermost, so the
+// output's loops host its tiles (a stored copy and a pass copying it out took kiln_conv2d
+// 1.1 ms on 16 cores, where the hand schedule's tiles of the output took 0.71). A
+// contraction that no output can host, here one a sum reads, is tiled in a stored copy.
+// The pooling window's index is bound to a let in its update; seen through it, pooling is
+// a contraction whose one operand is indexed by both tile dims.
 TEST(KilnPlugin, ContractionsWithoutAHostAreTiledInAStoredCopy) {
   const Halide::Target host = Halide::get_jit_target_from_environment();
   const as::MachineModel m = as::machine_model(host);
-  LoweredGraph conv = lower_case(find_case("conv2d_wide"));
-  as::SearchResult r = as::schedule_pipeline(conv.pipeline(), host, m);
+  for (const std::string c : {"conv2d_wide"}) {  // ("conv2d"'s 13 columns are less than a vector)
+    LoweredGraph conv = lower_case(find_case(c));
+    const as::SearchResult r = as::schedule_pipeline(conv.pipeline(), host, m);
+    EXPECT_FALSE(any_decision(r, "computed per register tile of a stored copy")) << r.source;
+    EXPECT_TRUE(any_decision(r, "computed per register tile of output")) << ::testing::PrintToString(r.decisions);
+    EXPECT_EQ(r.source.find(".in();"), std::string::npos) << r.source;
+    EXPECT_TRUE(any_decision(r, "1 per column vector, 1 per row, 0 per point")) << r.source;
+    EXPECT_LE(max_rel_diff(run_case(find_case(c), conv), run_default(find_case(c))), 1e-5) << r.source;
+  }
+  LoweredGraph loss = lower_case(find_case("matmul_sum"));
+  as::SearchResult r = as::schedule_pipeline(loss.pipeline(), host, m);
   EXPECT_TRUE(any_decision(r, "computed per register tile of a stored copy")) << r.source;
   EXPECT_NE(r.source.find(".in();"), std::string::npos) << r.source;
-  EXPECT_TRUE(any_decision(r, "1 per column vector, 1 per row, 0 per point")) << r.source;
   LoweredGraph pool = lower_case(find_case("max_pool2d"));
   r = as::schedule_pipeline(pool.pipeline(), host, m);
   EXPECT_TRUE(any_decision(r, "0 per column vector, 0 per row, 1 per point")) << r.source;
