@@ -39,6 +39,7 @@ double pool_lock_s(double claimers, const MachineModel& m) {
 double pool_s_per_task(double cores, double task_work_s, const MachineModel& m) {
   const int n = std::max(1, int(std::lround(cores)));
   if (task_work_s <= 0) return pool_lock_s(n, m);
+  if (!(pool_lock_s(1, m) > 0)) return task_work_s / n;  // a lock too cheap to price
   // The machine-repairman queue: n cores each work for task_work_s, then wait at the lock,
   // which hands out one task at a time in pool_lock_s(j) with j cores at it. With j at the
   // lock, the other n - j arrive at rate (n - j) / task_work_s and the lock serves at

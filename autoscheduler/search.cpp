@@ -631,7 +631,8 @@ struct Search {
       if (count_alternatives(f.name) >= kAlternativesPerDecision) break;
       Knobs change;
       change.tiles[info.key(f.name)] = c.tiling;
-      alternatives.push_back({f.name, change, c.prediction.total_s - chosen.prediction.total_s});
+      // (A tie the lock's uncertainty broke toward less work counts as no faster.)
+      alternatives.push_back({f.name, change, std::max(0.0, c.prediction.total_s - chosen.prediction.total_s)});
     }
     result.knobs.tiles[info.key(f.name)] = chosen.tiling;
     return chosen;
@@ -705,9 +706,10 @@ struct Search {
   // reductions, a row reduction at root, or a pointwise Func of two dims or more at root.
   bool has_band(const FuncInfo& f) const {
     if (f.is_output && is_pure_output(f)) return (f.vars.size() >= 2 || rows_var.count(f.name)) && !tiles.count(f.name);
-    if (is_fixed(f.name) || f.is_output) return false;
+    if (is_fixed(f.name)) return false;
     if (f.reduction == ReductionKind::None) {
-      return f.vars.size() >= 2 && place.at(f.name).where == Where::Root && !f.function.has_extern_definition();
+      return !f.is_output && f.vars.size() >= 2 && place.at(f.name).where == Where::Root &&
+             !f.function.has_extern_definition();
     }
     return f.reduction == ReductionKind::Row && place.at(f.name).where == Where::Root && !root_tiles.count(f.name);
   }
@@ -1239,9 +1241,9 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   auto with = [&](Candidate c, const Alternative& a) {
     c.knobs.merge(a.change);
     // The change takes away the rows that the cost model's band split, or the loop whose
-    // width it chose.
+    // width (and, at several dims, whose band) it chose.
     if (!a.drops_band.empty()) c.knobs.bands.erase(a.drops_band);
-    if (const std::string f = off_root(a); !f.empty()) c.knobs.lanes.erase(f);
+    if (const std::string f = off_root(a); !f.empty()) c.knobs.lanes.erase(f), c.knobs.bands.erase(f);
     c.predicted_s += a.extra_s;
     return c;
   };
@@ -1263,7 +1265,8 @@ std::vector<Candidate> ranked_candidates(const Halide::Pipeline& pipeline, const
   // loop whose width the other sets.
   auto clash = [&](const Alternative& a, const Alternative& b) {
     auto takes = [&](const Alternative& x, const Alternative& y) {
-      return (!x.drops_band.empty() && y.change.bands.count(x.drops_band)) || y.change.lanes.count(off_root(x));
+      return (!x.drops_band.empty() && y.change.bands.count(x.drops_band)) || y.change.lanes.count(off_root(x)) ||
+             y.change.bands.count(off_root(x));
     };
     return takes(a, b) || takes(b, a);
   };

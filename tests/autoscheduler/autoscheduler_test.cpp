@@ -20,6 +20,7 @@
 #include "kiln_as_conv2d.schedule.h"
 #include "kiln_as_conv2d_wide.schedule.h"
 #include "kiln_as_matmul.schedule.h"
+#include "kiln_as_matmul_sum.schedule.h"
 #include "kiln_as_max_pool2d.schedule.h"
 #include "kiln_as_pointwise.schedule.h"
 #include "kiln_as_softmax.schedule.h"
@@ -478,8 +479,9 @@ TEST(KilnPlugin, EmittedSourceCompilesAndSchedulesAgain) {
       {"softmax", apply_schedule_kiln_as_softmax},
       {"conv2d", apply_schedule_kiln_as_conv2d},
       {"pointwise", apply_schedule_kiln_as_pointwise},
-      {"conv2d_wide", apply_schedule_kiln_as_conv2d_wide},  // a stored copy tiled: Func::in()
-      {"max_pool2d", apply_schedule_kiln_as_max_pool2d}};
+      {"conv2d_wide", apply_schedule_kiln_as_conv2d_wide},  // tiles at an output in another dim order
+      {"max_pool2d", apply_schedule_kiln_as_max_pool2d},
+      {"matmul_sum", apply_schedule_kiln_as_matmul_sum}};  // a stored copy tiled: Func::in()
   for (const auto& [name, apply] : files) {
     const Case& c = find_case(name);
     LoweredGraph l = lower_case(c);

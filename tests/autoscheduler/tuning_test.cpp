@@ -167,6 +167,42 @@ TEST(Tuning, KnobsAppliedAgainReproduceTheCandidate) {
   }
 }
 
+// Every candidate's knobs are ones the search takes: a candidate that moves a stored
+// value of several dims off root drops its band with its loop (kiln_conv2d's padded
+// input), and an output that is itself a row reduction keeps the band knob it records.
+TEST(Tuning, EveryCandidatesKnobsApply) {
+  for (const std::string g : {"conv2d", "reduce", "softmax", "layer_norm"}) {
+    const std::vector<as::Candidate> c = as::ranked_candidates(fresh(g), host(), machine(), 60);
+    for (const as::Candidate& cand : c) {
+      EXPECT_EQ(error_of(fresh(g), host(), machine(), cand.knobs), "(no error)") << g << ": " << cand.knobs.str();
+    }
+  }
+  as::MachineModel sixteen = machine();
+  as::apply_overrides(sixteen, "cores=16");
+  const std::vector<as::Candidate> c = as::ranked_candidates(fresh("conv2d"), host(), sixteen, 60);
+  bool pad_off_root = false;
+  for (const as::Candidate& cand : c) {
+    for (const auto& [f, p] : cand.knobs.fusion) pad_off_root |= f.find("pad") != std::string::npos && p != as::Fusion::Root;
+    EXPECT_EQ(error_of(fresh("conv2d"), host(), sixteen, cand.knobs), "(no error)") << cand.knobs.str();
+  }
+  EXPECT_TRUE(pad_off_root) << "no candidate moves conv2d's padded input off root";
+  // A row reduction that is the output: the band it records applies again.
+  auto row_sums = [] {
+    Halide::ImageParam in(Halide::Float(32), 2, "in");
+    Halide::Var j("j");
+    Halide::RDom r(0, 1024);
+    Halide::Func out("out");
+    out(j) = 0.0f;
+    out(j) += in(r, j);
+    in.dim(0).set_estimate(0, 1024).dim(1).set_estimate(0, 4096);
+    out.set_estimate(j, 0, 4096);
+    return Halide::Pipeline(out);
+  };
+  const as::SearchResult r = as::schedule_pipeline(row_sums(), host(), machine());
+  ASSERT_FALSE(r.knobs.bands.empty()) << r.source;
+  EXPECT_EQ(error_of(row_sums(), host(), machine(), r.knobs), "(no error)") << r.knobs.str();
+}
+
 TEST(Tuning, StaleKnobsAreErrorsBeforeAnythingIsScheduled) {
   as::Knobs stale;
   stale.tiles["no_such_func"] = {4, 2, 8, 0, 1, true};
