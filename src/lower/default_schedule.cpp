@@ -223,6 +223,9 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const F
       .vectorize(ai, vw)
       .unroll(ai)
       .unroll(bi);
+  // One register tile, even where the host's last row tile is guarded: a constant size
+  // keeps it on the stack (and in registers) instead of a heap block per tile.
+  acc.bound_storage(v[0], tile_n).bound_storage(v[1], tile_m);
   std::vector<VarOrRVar> order = {ai, bi};
   for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
   order.push_back(ao);
