@@ -455,6 +455,21 @@ std::set<std::string> InlineView::effective_consumers(const FuncInfo& f) const {
   return out;
 }
 
+std::vector<int> InlineView::dims_in_reader(const FuncInfo& f, const FuncInfo& h) const {
+  std::vector<int> dims(f.vars.size());
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = int(d);
+  const FuncInfo* cur = &f;
+  while (cur->name != h.name) {
+    if (cur->callers.size() != 1) return {};
+    const std::string& caller = cur->callers.begin()->first;
+    const auto perm = cur->permuted_callers.find(caller);
+    if (perm == cur->permuted_callers.end() || (caller != h.name && !inlined(caller))) return {};
+    for (int& d : dims) d = perm->second[size_t(d)];
+    cur = &info.at(caller);
+  }
+  return dims;
+}
+
 namespace {
 
 // Evaluations of an inlined Func's values in what finally computes them: the consumers

@@ -96,6 +96,10 @@ struct InlineView {
   std::set<std::string> effective_consumers(const FuncInfo& f) const;
   // How many times each point of `f` would be evaluated if it were inlined.
   double inline_evaluations(const FuncInfo& f) const;
+  // For each dim of `f`, the dim of `h` that reads it, where `h` reads `f` at a
+  // permutation of its own point through inlined Funcs (each the single reader of the
+  // last); empty otherwise. The identity permutation is `h` reading `f` at its own point.
+  std::vector<int> dims_in_reader(const FuncInfo& f, const FuncInfo& h) const;
 };
 
 }  // namespace kiln::autoschedule

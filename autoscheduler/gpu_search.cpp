@@ -251,6 +251,15 @@ struct GpuSearch {
     return rows > 0 && row_dim(f) == size_t(rows - 1) ? host : "";
   }
 
+  bool reads_at_own_point(const FuncInfo& f, const FuncInfo& h) const {
+    const std::vector<int> dims = view().dims_in_reader(f, h);
+    if (dims.size() != f.vars.size()) return false;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] != int(d)) return false;
+    }
+    return true;
+  }
+
   void place_reduction(const FuncInfo& f) {
     const std::set<std::string> consumers = view().effective_consumers(f);
     std::string where = "computed at root";
@@ -261,8 +270,10 @@ struct GpuSearch {
     }
     if (f.reduction == ReductionKind::Contraction && f.vars.size() >= 2) {
       if (consumers.size() == 1) {
+        // Its one reader, an output, hosts it where it reads it at its own point (a
+        // thread's adjacent outputs are then the contraction's adjacent points).
         const FuncInfo& h = info.at(*consumers.begin());
-        if (is_pure_output(h) && h.extents == f.extents && !hosted.count(h.name)) {
+        if (is_pure_output(h) && h.extents == f.extents && reads_at_own_point(f, h) && !hosted.count(h.name)) {
           at_thread[f.name] = h.name;
           hosted[h.name] = f.name;
           where = "computed per thread of " + h.name;

@@ -496,24 +496,6 @@ struct Search {
     return h.vars.size() >= 2 && h.extents == f.extents ? host : "";
   }
 
-  // For each dim of `f`, the dim of output `h` that reads it, where `h` reads `f` at a
-  // permutation of its own point through Funcs inlined into it (each a single reader of
-  // the last); empty otherwise.
-  std::vector<int> dims_in_host(const FuncInfo& f, const FuncInfo& h) const {
-    std::vector<int> dims(f.vars.size());
-    for (size_t d = 0; d < dims.size(); ++d) dims[d] = int(d);
-    const FuncInfo* cur = &f;
-    while (cur->name != h.name) {
-      if (cur->callers.size() != 1) return {};
-      const std::string& caller = cur->callers.begin()->first;
-      const auto perm = cur->permuted_callers.find(caller);
-      if (perm == cur->permuted_callers.end() || (caller != h.name && place.at(caller).where != Where::Inline)) return {};
-      for (int& d : dims) d = perm->second[size_t(d)];
-      cur = &info.at(caller);
-    }
-    return dims;
-  }
-
   void place_reduction(const FuncInfo& f) {
     Placement p;
     const std::set<std::string> consumers = effective_consumers(f);
@@ -522,7 +504,7 @@ struct Search {
       // its point that keeps the contiguous dim (kiln_conv2d's accumulator is (columns,
       // channels, rows, batch), its output (columns, rows, channels, batch)).
       const FuncInfo& h = info.at(*consumers.begin());
-      const std::vector<int> dims = is_pure_output(h) ? dims_in_host(f, h) : std::vector<int>{};
+      const std::vector<int> dims = is_pure_output(h) ? view().dims_in_reader(f, h) : std::vector<int>{};
       bool fits = dims.size() == h.vars.size() && dims.size() >= 2 && dims[0] == 0;
       for (size_t d = 0; fits && d < dims.size(); ++d) fits = h.extents[size_t(dims[d])] == f.extents[d];
       if (fits && !tiles.count(h.name) && !rows_var.count(h.name) && f.extents[0] >= lanes(f)) {

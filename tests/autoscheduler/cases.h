@@ -50,6 +50,11 @@ inline std::vector<Case> cases() {
       // stored copy, each with loops of its own names.
       {"matmul_sum", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(matmul(in[0], in[1]))}; },
        {rand({300, 40}, 15, -1, 1), rand({40, 310}, 16, -1, 1)}},
+      // A square product read transposed: its output has the product's extents but reads
+      // it at another point, so it cannot host the product's tiles or threads.
+      {"matmul_transposed",
+       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{transpose(matmul(in[0], in[1]), 0, 1)}; },
+       {rand({72, 40}, 17, -1, 1), rand({40, 72}, 18, -1, 1)}},
   };
 }
 

@@ -87,7 +87,19 @@ TEST_P(GpuSearch, SameResultsAsTheDefaultScheduleOnTheGpu) {
 
 INSTANTIATE_TEST_SUITE_P(Pipelines, GpuSearch,
                          ::testing::Values("matmul", "softmax", "conv2d", "pointwise", "conv2d_wide", "max_pool2d",
-                                           "row_sum", "total_sum", "matmul_sum"));
+                                           "row_sum", "total_sum", "matmul_sum", "matmul_transposed"));
+
+// An output hosts a product's threads only where it reads the product at its own point: a
+// thread's adjacent outputs are then adjacent points of the product. Read transposed, the
+// product is computed per thread of a stored copy instead.
+TEST(GpuSearchDecisions, OnlyAnOutputReadingAProductAtItsPointHostsIt) {
+  LoweredGraph plain = lower_case(find_case("matmul"));
+  as::SearchResult r = as::schedule_pipeline(plain.pipeline(), kCuda, a100());
+  EXPECT_FALSE(any_decision(r, "computed per thread of a stored copy")) << ::testing::PrintToString(r.decisions);
+  LoweredGraph transposed = lower_case(find_case("matmul_transposed"));
+  r = as::schedule_pipeline(transposed.pipeline(), kCuda, a100());
+  EXPECT_TRUE(any_decision(r, "computed per thread of a stored copy")) << ::testing::PrintToString(r.decisions);
+}
 
 TEST(GpuSearchDecisions, TilesThreadsRowsAndVectors) {
   LoweredGraph mm = lower_case(find_case("matmul"));
