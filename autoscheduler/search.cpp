@@ -1138,13 +1138,16 @@ struct Search {
       // at root, 8M elements, took a core each).
       s.split(f.vars[0], "t", "i", chunk, TailStrategy::GuardWithIf).parallel("t");
       s.vectorize("i", vw, TailStrategy::GuardWithIf);
+      result.predicted_s += pr.total_s;
       decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " +
                              std::to_string(chunk) + "; predicted " + pr.str());
       return;
     }
     if (f.vars.size() < 2) {  // one dim, too short for two tasks: one serial loop
       if (f.extents[0] >= vw) s.vectorize(f.vars[0], vw, TailStrategy::GuardWithIf);
-      decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", one task");
+      pr = predict(row_plan(f, point_flops(f), 1, 1), m);
+      result.predicted_s += pr.total_s;
+      decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", one task; predicted " + pr.str());
       return;
     }
     // More dims: the outer ones fused into rows, in tasks of the band the cost model
