@@ -205,7 +205,8 @@ struct GpuSearch {
 
   void place_func(const FuncInfo& f) {
     if (is_fixed(f.name)) {
-      inlined[f.name] = fixed->at(f.name);
+      KILN_CHECK(fixed->at(f.name) != Fixed::Stored, "the GPU search got ", f.name, " to loop as a stored value");
+      inlined[f.name] = fixed->at(f.name) == Fixed::Inline;
       if (inlined[f.name]) evaluations[f.name] = view().inline_evaluations(f);
       decide("fusion", f.name + ": scheduled before the search");
       return;

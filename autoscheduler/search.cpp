@@ -324,7 +324,15 @@ struct Search {
          const FixedFuncs* fx = nullptr)
       : pipeline(p), target(t), m(mm), knobs(k), fixed(fx), info(analyze(p)) {}
 
-  bool is_fixed(const std::string& name) const { return fixed && fixed->count(name); }
+  // Scheduled before the search (Inline or OwnLoops); a Stored Func is the search's to loop.
+  bool is_fixed(const std::string& name) const {
+    auto it = fixed ? fixed->find(name) : FixedFuncs::const_iterator{};
+    return fixed && it != fixed->end() && it->second != Fixed::Stored;
+  }
+  bool is_stored(const std::string& name) const {
+    auto it = fixed ? fixed->find(name) : FixedFuncs::const_iterator{};
+    return fixed && it != fixed->end() && it->second == Fixed::Stored;
+  }
 
   int lanes(const FuncInfo& f) const {
     return std::max(1, target.natural_vector_size(f.function.output_types()[0]));
@@ -408,8 +416,13 @@ struct Search {
 
   void place_func(const FuncInfo& f) {
     Placement p;
+    if (is_stored(f.name)) {
+      place[f.name] = p;  // at root
+      decide("fusion", f.name + ": stored before the search (a contraction reads it); its loops are the search's");
+      return;
+    }
     if (is_fixed(f.name)) {
-      const bool inlined = fixed->at(f.name);
+      const bool inlined = fixed->at(f.name) == Fixed::Inline;
       p.where = inlined ? Where::Inline : Where::Root;
       if (inlined) evaluations[f.name] = inline_evaluations(f);
       decide("fusion", f.name + ": scheduled before the search (" + (inlined ? "inlined" : "own loops") + ")");

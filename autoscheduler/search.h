@@ -14,6 +14,7 @@
 
 #include "cost_model.h"
 #include "gpu_cost_model.h"
+#include "lower/fixed_funcs.h"
 #include "machine_model.h"
 
 namespace kiln::autoschedule {
@@ -136,10 +137,7 @@ struct SearchResult {
   std::vector<Alternative> alternatives;  // runner-ups of each decision, for ranked_candidates
 };
 
-// Funcs scheduled before the search, by name (true: left inline, false: with loops of
-// their own): the search plans the rest around them and leaves their schedules alone.
-// kiln's graph compiler fixes its contractions this way (default_schedule.h).
-using FixedFuncs = std::map<std::string, bool>;
+// Funcs placed before the search: lower/fixed_funcs.h.
 
 // Schedules `pipeline` (its Funcs are modified) for a CPU target, or a CUDA target (the
 // GPU search). With `knobs`, their choices replace the cost model's; a knob naming a Func

@@ -454,9 +454,22 @@ void materialize(Func f, const Halide::Target& target) {
       outer = fused;
     }
     f.parallel(outer);
-  } else if (!v.empty()) {
-    f.parallel(v.back());
-    if (v.size() >= 2) f.vectorize(v[0], std::max(1, target.natural_vector_size(f.type())), TailStrategy::GuardWithIf);
+  } else if (v.size() >= 2) {
+    // Its rows in tasks of a few: the outermost dim alone in parallel is often a batch of
+    // 1 or 2 (attention's probabilities, [1, heads, rows, columns], ran serially).
+    Var rows = v[1];
+    for (size_t j = 2; j < v.size(); ++j) {
+      Var fused("sf" + std::to_string(j));
+      f.fuse(rows, v[j], fused);
+      rows = fused;
+    }
+    Var task("st"), row("sr");
+    f.split(rows, task, row, kCpuStoredRowsPerTask, TailStrategy::GuardWithIf).parallel(task);
+    f.vectorize(v[0], std::max(1, target.natural_vector_size(f.type())), TailStrategy::GuardWithIf);
+  } else if (v.size() == 1) {
+    Var task("st"), i("si");
+    f.split(v[0], task, i, kCpuTaskElements, TailStrategy::GuardWithIf).parallel(task);
+    f.vectorize(i, std::max(1, target.natural_vector_size(f.type())), TailStrategy::GuardWithIf);
   }
 }
 
@@ -479,27 +492,27 @@ std::vector<std::string> funcs_between(const Func& producer, const Func& consume
 
 }  // namespace
 
-std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
-                                                                   const Halide::Target& target,
-                                                                   const CpuContractionChoices& choices) {
+autoschedule::FixedFuncs apply_default_cpu_contraction_schedule(LoweredGraph& lowered, const Halide::Target& target,
+                                                                const CpuContractionChoices& choices) {
+  using autoschedule::Fixed;
   KILN_CHECK(!target.has_gpu_feature(), "the CPU contraction rules were asked to schedule for ", target.to_string());
-  std::map<std::string, bool> scheduled;
+  autoschedule::FixedFuncs scheduled;
   for (const StageInfo& s : lowered.stages) {
     if (!is_cpu_contraction(s)) continue;
     schedule_accumulator(s, target, lowered, choices);
-    scheduled[s.func.name()] = false;
+    scheduled[s.func.name()] = Fixed::OwnLoops;
     // Scheduled with it: matmul's packed panels of b, conv2d's padded input.
     for (const auto& [name, f] : Halide::Internal::find_direct_calls(s.func.function())) {
       Func callee(f);
-      if (has_prefix(callee, "matmul_b_panel") || is_conv_padded_input(callee)) scheduled[name] = false;
+      if (has_prefix(callee, "matmul_b_panel") || is_conv_padded_input(callee)) scheduled[name] = Fixed::OwnLoops;
     }
     auto host = lowered.epilogue_hosts.find(s.func.name());
     if (host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, s.func, target)) {
-      scheduled[host->second.func.name()] = false;
+      scheduled[host->second.func.name()] = Fixed::OwnLoops;
       // The accumulator is computed per tile of the host, so every Func between them
       // (the epilogue) stays inlined in it: stored, it would leave no tile loop to
       // compute the accumulator at.
-      for (const std::string& name : funcs_between(s.func, host->second.func)) scheduled[name] = true;
+      for (const std::string& name : funcs_between(s.func, host->second.func)) scheduled[name] = Fixed::Inline;
     }
   }
   std::set<std::string> stages, outputs;
@@ -508,24 +521,32 @@ std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph&
   for (Func& f : lowered.contraction_operands) {
     // Outputs and reductions that feed a contraction are the caller's to schedule.
     if (scheduled.count(f.name()) || outputs.count(f.name()) || stages.count(f.name())) continue;
-    const bool inlined = lowered.cpu_inline_operands.count(f.name()) > 0;
-    if (!inlined) materialize(f, target);
-    scheduled[f.name()] = inlined;
-    log("schedule", f.name() + (inlined ? ": inlined into the contraction (packed, or a view of stored data)"
-                                        : ": materialized (feeds a contraction)"));
+    if (lowered.cpu_inline_operands.count(f.name())) {
+      scheduled[f.name()] = Fixed::Inline;
+      log("schedule", f.name() + ": inlined into the contraction (packed, or a view of stored data)");
+    } else if (choices.stored_loops_to_caller) {
+      f.compute_root();
+      scheduled[f.name()] = Fixed::Stored;
+      log("schedule", f.name() + ": stored (feeds a contraction); its loops are the caller's");
+    } else {
+      materialize(f, target);
+      scheduled[f.name()] = Fixed::OwnLoops;
+      log("schedule", f.name() + ": materialized (feeds a contraction)");
+    }
   }
   return scheduled;
 }
 
-std::map<std::string, bool> apply_default_gpu_matmul_schedule(LoweredGraph& lowered, const Halide::Target& target) {
+autoschedule::FixedFuncs apply_default_gpu_matmul_schedule(LoweredGraph& lowered, const Halide::Target& target) {
+  using autoschedule::Fixed;
   KILN_CHECK(target.has_gpu_feature(), "the GPU matmul rules were asked to schedule for ", target.to_string());
-  std::map<std::string, bool> scheduled;
+  autoschedule::FixedFuncs scheduled;
   for (const StageInfo& s : lowered.stages) {
     if (s.serial || !s.func.has_update_definition() || !is_matmul_accumulator(s.func)) continue;
     schedule_accumulator(s, target, lowered);
-    scheduled[s.func.name()] = false;
+    scheduled[s.func.name()] = Fixed::OwnLoops;
     // The stored product its epilogue reads (acc.in(), made by the rule).
-    scheduled[Func(s.func).in().name()] = false;
+    scheduled[Func(s.func).in().name()] = Fixed::OwnLoops;
   }
   if (scheduled.empty()) return scheduled;
   std::set<std::string> stages, outputs;
@@ -535,7 +556,7 @@ std::map<std::string, bool> apply_default_gpu_matmul_schedule(LoweredGraph& lowe
     // Stored contiguously, so the products read rows, not a transpose's strides.
     if (scheduled.count(f.name()) || outputs.count(f.name()) || stages.count(f.name())) continue;
     materialize(f, target);
-    scheduled[f.name()] = false;
+    scheduled[f.name()] = Fixed::OwnLoops;
     log("schedule", f.name() + ": materialized (feeds a contraction)");
   }
   return scheduled;

@@ -3,8 +3,9 @@
 //     chain becomes one loop nest;
 //   - outputs and reduction accumulators get loop nests of their own (compute_root);
 //   - CPU: the innermost dimension vectorized at the target's natural width, the outer
-//     dimensions fused and parallel; a reduction to a scalar is split with rfactor so
-//     its partial sums run in parallel;
+//     dimensions fused and parallel (a value stored for a contraction: in tasks of
+//     kCpuStoredRowsPerTask rows); a reduction to a scalar is split with rfactor so its
+//     partial sums run in parallel;
 //   - CUDA: gpu_tile over the innermost one or two dimensions.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <map>
 #include <string>
 
+#include "lower/fixed_funcs.h"
 #include "lower/lower_to_halide.h"
 
 namespace kiln {
@@ -41,28 +43,34 @@ constexpr int kCpuMatmulTileRows = 6;
 // and its register tile (`vectors` vectors of `lanes` columns x kCpuMatmulTileRows rows).
 using CpuMatmulTasksChoice = std::function<CpuMatmulTasks(const StageInfo& matmul, int lanes, int vectors)>;
 
+// Rows (a value's dims but the innermost, fused) per parallel task of a value the rules
+// store for a contraction to read.
+constexpr int kCpuStoredRowsPerTask = 8;
+
 // What the Kiln scheduler sizes within the rules' loops (unset: the rules' sizes).
 struct CpuContractionChoices {
   CpuConvTileChoice conv_tile;
   CpuMatmulTasksChoice matmul_tasks;
+  // The values stored for contractions to read get compute_root() alone, and the
+  // caller (the search) writes their loops: autoschedule::Fixed::Stored.
+  bool stored_loops_to_caller = false;
 };
 
 // Only the default rules' CPU contractions: every matmul and conv2d accumulator with its
 // register tiles, its epilogue host, its packed or padded operands, and the values stored
 // (or inlined) for contractions to read. The Kiln scheduler starts from these, which are
 // written for the microkernel's register budget, and plans the rest of the pipeline
-// around them. Returns what it scheduled, by Func name: true for a Func left inline,
-// false for one with loops of its own.
+// around them. Returns what it placed, by Func name: left inline, with loops of its own,
+// or stored with its loops left to the caller.
 // With `choices`, each conv2d accumulator gets the tile, and each matmul accumulator the
 // tasks, that they return instead of the rules'.
-std::map<std::string, bool> apply_default_cpu_contraction_schedule(LoweredGraph& lowered,
-                                                                   const Halide::Target& target,
-                                                                   const CpuContractionChoices& choices = {});
+autoschedule::FixedFuncs apply_default_cpu_contraction_schedule(LoweredGraph& lowered, const Halide::Target& target,
+                                                                const CpuContractionChoices& choices = {});
 
 // The GPU counterpart for matmuls only: each matmul accumulator with the rules' register
 // tiles per thread and its stored product, and the contraction operands stored
 // contiguously (a transposed operand read in place costs strided loads). Kiln's GPU
-// search plans the rest, conv2d included. Same return value.
-std::map<std::string, bool> apply_default_gpu_matmul_schedule(LoweredGraph& lowered, const Halide::Target& target);
+// search plans the rest, conv2d included. Same return value (nothing left to the caller).
+autoschedule::FixedFuncs apply_default_gpu_matmul_schedule(LoweredGraph& lowered, const Halide::Target& target);
 
 }  // namespace kiln

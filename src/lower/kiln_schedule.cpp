@@ -214,18 +214,21 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     p.contractions.matmul_tasks[key] = t;
     return CpuMatmulTasks{t.band, t.column_tiles};
   };
+  // The values stored for contractions to read are the search's to loop (rows in tasks
+  // of a band it prices, a knob), as for the pointwise Funcs it stores itself.
+  choices.stored_loops_to_caller = true;
   p.fixed = apply_default_cpu_contraction_schedule(lowered, target, choices);
   return p;
 }
 
 }  // namespace
 
-std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
+autoschedule::FixedFuncs prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
                                                const SizeEstimates& sizes, const KilnScheduleOptions& options) {
   return prepare(lowered, target, sizes, options, autoschedule::machine_model(target)).fixed;
 }
 
-std::map<std::string, bool> prepare_kiln_schedule_for_tuning(LoweredGraph& lowered, const Halide::Target& target,
+autoschedule::FixedFuncs prepare_kiln_schedule_for_tuning(LoweredGraph& lowered, const Halide::Target& target,
                                                           const SizeEstimates& sizes, std::string* fingerprint,
                                                           std::vector<autoschedule::Alternative>* rules_alternatives) {
   KilnScheduleOptions options;
@@ -266,7 +269,8 @@ KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& ta
   const std::vector<std::string> keys = autoschedule::keys_by_index(lowered.pipeline());  // as the search numbers them
   KilnSchedule out;
   const std::map<std::string, std::string> key_of = autoschedule::func_keys(lowered.pipeline());
-  for (const auto& [name, inlined] : fixed) {
+  for (const auto& [name, how] : fixed) {
+    if (how == autoschedule::Fixed::Stored) continue;  // its loops are in the source
     // A fixed Func the outputs no longer reach (a GPU operand read through its wrapper)
     // keeps its stable name.
     auto k = key_of.find(name);

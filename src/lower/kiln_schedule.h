@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lower/fixed_funcs.h"
 #include "lower/lower_to_halide.h"
 
 namespace kiln {
@@ -54,17 +55,19 @@ struct KilnScheduleOptions {
 // names, each knob from `options.knobs` or else the tuning database's entry, or else the
 // cost model's choice, autoschedule::choose_matmul_tasks and choose_conv_tile;
 // apply_default_gpu_matmul_schedule for a CUDA target's matmuls): the pipeline as Kiln's
-// search receives it, and what the search must leave alone (autoschedule::FixedFuncs: by
-// Func name, true where left inline). A conv tile or matmul task knob that does not fit
-// the pipeline is a kiln::Error; a database entry's, a warning (the entry is not used).
-std::map<std::string, bool> prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
+// search receives it, and what the search must plan around (autoschedule::FixedFuncs: by
+// Func name, left inline, with loops of its own, or stored for a contraction with its
+// loops left to the search, whose schedule source then holds them). A conv tile or matmul
+// task knob that does not fit the pipeline is a kiln::Error; a database entry's, a
+// warning (the entry is not used).
+autoschedule::FixedFuncs prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
                                                const SizeEstimates& sizes, const KilnScheduleOptions& options = {});
 
 // For `kiln tune <model>`: prepare_kiln_schedule with the cost model's conv2d tiles and
 // matmul tasks (no database), and what the tuner needs besides: the pipeline's key in the
 // tuning database (its fingerprint with the estimates set, before anything is scheduled,
 // so that no contraction's tile or tasks change it) and the runner-ups of those choices.
-std::map<std::string, bool> prepare_kiln_schedule_for_tuning(LoweredGraph& lowered, const Halide::Target& target,
+autoschedule::FixedFuncs prepare_kiln_schedule_for_tuning(LoweredGraph& lowered, const Halide::Target& target,
                                                           const SizeEstimates& sizes, std::string* fingerprint,
                                                           std::vector<autoschedule::Alternative>* rules_alternatives);
 

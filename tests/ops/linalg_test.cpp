@@ -165,4 +165,25 @@ TEST(Matmul, EachRegisterTileAccumulatesOnTheStack) {
   }
 }
 
+// A value stored for a contraction to read runs in parallel tasks of its rows, under the
+// rules and under Kiln (which sizes the tasks): attention's probabilities,
+// [1, heads, rows, columns], ran serially when the outermost dim alone was parallel.
+TEST(Matmul, AStoredOperandRunsInTasksOfRows) {
+  Tensor q = rand({1, 4, 24, 16}, 51, -1, 1), k = rand({1, 4, 24, 16}, 52, -1, 1), v = rand({1, 4, 24, 16}, 53, -1, 1);
+  auto attention = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{matmul(softmax(matmul(in[0], transpose(in[1], -1, -2)), -1), in[2])};
+  };
+  Graph g = trace(attention, {q, k, v});
+  const Tensor want = interpret(g, {q, k, v}, InterpretMode::Reference)[0];
+  const std::regex parallel_softmax(R"(par_for_softmax(_[0-9]+)?_s0_)");  // (a parallel loop of its pure stage)
+  for (const std::string scheduler : {"rules", "Kiln"}) {
+    SCOPED_TRACE(scheduler);
+    Kernel kernel(g, parse_target("host"), make_schedule_fn(scheduler, g, {q, k, v}));
+    const std::string stmt = kernel.lowered_stmt();
+    EXPECT_TRUE(std::regex_search(stmt, parallel_softmax)) << stmt;
+    const Tensor got = kernel.run({q, k, v})[0];
+    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5)) << max_abs_diff(got, want);
+  }
+}
+
 }  // namespace
