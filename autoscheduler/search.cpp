@@ -412,6 +412,15 @@ struct Search {
            !f.vars.empty() && !is_fixed(f.name);
   }
 
+  // A Func whose rows may compute the rows of row reductions it reads: an output whose
+  // loops the search writes, or a value of two dims or more stored for a contraction,
+  // whose rows the search loops too (a layer norm's or a softmax's result feeding a
+  // matmul: its sums are taken per row of it, not in parallel loops of their own).
+  bool hosts_rows(const FuncInfo& h) const {
+    return is_pure_output(h) || (is_stored(h.name) && h.vars.size() >= 2 && h.reduction == ReductionKind::None &&
+                                 !h.function.has_extern_definition());
+  }
+
   // ---- placement (consumers before producers) --------------------------------------
 
   void place_func(const FuncInfo& f) {
@@ -547,7 +556,7 @@ struct Search {
       if (ok) {
         const FuncInfo& h = info.at(host);
         // A 1-D output of the reduction's shape takes its rows with its elements, in tasks.
-        ok = is_pure_output(h) && !tiles.count(host) &&
+        ok = hosts_rows(h) && !tiles.count(host) &&
              (h.vars.size() >= 2 ? reduces_rows_of(f, h) > 0 : f.vars.size() == 1 && f.extents == h.extents);
       }
       const std::optional<Fusion> k = allowed_fusion(f, {Fusion::PerRow, Fusion::Root}, "a row reduction");
@@ -1170,7 +1179,8 @@ struct Search {
     for (size_t d = 1; d < f.extents.size(); ++d) rows *= double(f.extents[d]);
     const auto [band, chosen] =
         choose_band(f.name, rows, 1, [&](int b) { return row_plan(f, point_flops(f), rows, b); });
-    outer_loops(s, f.vars, f.vars[1], band);
+    const std::string row = outer_loops(s, f.vars, f.vars[1], band);
+    if (rows_var.count(f.name)) rows_var[f.name] = row;  // row reductions computed per row of it
     if (f.extents[0] >= vw) s.vectorize(f.vars[0], vw, TailStrategy::GuardWithIf);
     decide("schedule", f.name + ": vectorized by " + std::to_string(vw) + ", parallel tasks of " + std::to_string(band) +
                            " rows; predicted " + chosen.str());

@@ -168,6 +168,8 @@ TEST(Matmul, EachRegisterTileAccumulatesOnTheStack) {
 // A value stored for a contraction to read runs in parallel tasks of its rows, under the
 // rules and under Kiln (which sizes the tasks): attention's probabilities,
 // [1, heads, rows, columns], ran serially when the outermost dim alone was parallel.
+// Kiln computes the softmax's max and sum per row of them, in the same tasks, where
+// the rules give each its own parallel loop.
 TEST(Matmul, AStoredOperandRunsInTasksOfRows) {
   Tensor q = rand({1, 4, 24, 16}, 51, -1, 1), k = rand({1, 4, 24, 16}, 52, -1, 1), v = rand({1, 4, 24, 16}, 53, -1, 1);
   auto attention = [](const std::vector<Tensor>& in) {
@@ -181,6 +183,15 @@ TEST(Matmul, AStoredOperandRunsInTasksOfRows) {
     Kernel kernel(g, parse_target("host"), make_schedule_fn(scheduler, g, {q, k, v}));
     const std::string stmt = kernel.lowered_stmt();
     EXPECT_TRUE(std::regex_search(stmt, parallel_softmax)) << stmt;
+    if (scheduler == "Kiln") {
+      // The parallel loop's function (Halide's closure) computes the sums.
+      std::smatch task;
+      ASSERT_TRUE(std::regex_search(stmt, task, std::regex(R"(internal func \S*par_for_softmax(_[0-9]+)?_s0_)")));
+      const size_t begin = size_t(task.position(0)), end = stmt.find("\ninternal func", begin + 1);
+      const std::string body = stmt.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+      EXPECT_NE(body.find("produce softmax_sum"), std::string::npos) << body;
+      EXPECT_NE(body.find("produce softmax_max"), std::string::npos) << body;
+    }
     const Tensor got = kernel.run({q, k, v})[0];
     EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5)) << max_abs_diff(got, want);
   }
