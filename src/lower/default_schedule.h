@@ -3,9 +3,9 @@
 //     chain becomes one loop nest;
 //   - outputs and reduction accumulators get loop nests of their own (compute_root);
 //   - CPU: the innermost dimension vectorized at the target's natural width, the outer
-//     dimensions fused and parallel (a value stored for a contraction: in tasks of
-//     kCpuStoredRowsPerTask rows); a reduction to a scalar is split with rfactor so its
-//     partial sums run in parallel;
+//     dimensions fused and parallel (a value stored for a contraction: in tasks of about
+//     2^14 elements); a reduction to a scalar is split with rfactor so its partial sums
+//     run in parallel;
 //   - CUDA: gpu_tile over the innermost one or two dimensions.
 #pragma once
 
@@ -42,10 +42,6 @@ constexpr int kCpuMatmulTileRows = 6;
 // The tasks of one matmul accumulator, from its stage (StageInfo::extents: n, m, batch...)
 // and its register tile (`vectors` vectors of `lanes` columns x kCpuMatmulTileRows rows).
 using CpuMatmulTasksChoice = std::function<CpuMatmulTasks(const StageInfo& matmul, int lanes, int vectors)>;
-
-// Rows (a value's dims but the innermost, fused) per parallel task of a value the rules
-// store for a contraction to read.
-constexpr int kCpuStoredRowsPerTask = 8;
 
 // What the Kiln scheduler sizes within the rules' loops (unset: the rules' sizes).
 struct CpuContractionChoices {

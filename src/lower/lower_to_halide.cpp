@@ -189,6 +189,11 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
         if (src.is_placeholder() || src.is_constant()) continue;
         const Halide::Func& f = out.funcs.at(src.id);
         out.contraction_operands.push_back(f);
+        std::vector<int64_t>& extents = out.operand_extents[f.name()];
+        extents.clear();
+        for (int d = src.meta.shape.rank() - 1; d >= 0; --d) {
+          extents.push_back(src.meta.shape[d].is_static() ? src.meta.shape[d].size : 0);
+        }
         const bool inline_ok = (n.op == "matmul" && j == 1) || is_row_view_of_stored_data(graph, src);
         if (!inline_ok) must_materialize.insert(f.name());
       }

@@ -24,6 +24,8 @@ struct LoweredGraph {
   // Computed values that feed a contraction: inlining them would redo their index math
   // (a permute's div/mod, say) inside the contraction's innermost loop.
   std::vector<Halide::Func> contraction_operands;
+  // Their extents by Func name, innermost first (Halide's order), 0 for a dynamic dim.
+  std::map<std::string, std::vector<int64_t>> operand_extents;
   // Those of them that a CPU schedule may leave inline: every use is either matmul's
   // right operand (the CPU schedule packs it into panels once, reading through it) or a
   // view (permute, expand, slice) of an input or a constant that keeps the innermost axis

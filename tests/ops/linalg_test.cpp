@@ -171,7 +171,9 @@ TEST(Matmul, EachRegisterTileAccumulatesOnTheStack) {
 // Kiln computes the softmax's max and sum per row of them, in the same tasks, where
 // the rules give each its own parallel loop.
 TEST(Matmul, AStoredOperandRunsInTasksOfRows) {
-  Tensor q = rand({1, 4, 24, 16}, 51, -1, 1), k = rand({1, 4, 24, 16}, 52, -1, 1), v = rand({1, 4, 24, 16}, 53, -1, 1);
+  // (The rules' tasks hold about 2^14 elements: 8 tasks of 128 rows of 128 here.)
+  const Shape qkv{1, 8, 128, 16};
+  Tensor q = rand(qkv, 51, -1, 1), k = rand(qkv, 52, -1, 1), v = rand(qkv, 53, -1, 1);
   auto attention = [](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{matmul(softmax(matmul(in[0], transpose(in[1], -1, -2)), -1), in[2])};
   };
