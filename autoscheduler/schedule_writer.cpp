@@ -82,6 +82,12 @@ StageWriter& StageWriter::unroll(const std::string& v) {
   return *this;
 }
 
+StageWriter& StageWriter::atomic() {
+  stage_.atomic();
+  emit("atomic()");
+  return *this;
+}
+
 StageWriter& StageWriter::parallel(const std::string& v) {
   stage_.parallel(var(v));
   emit("parallel(" + ref(v) + ")");

@@ -30,6 +30,9 @@ class StageWriter {
   StageWriter& vectorize(const std::string& var);  // a loop whose extent is already the width
   StageWriter& unroll(const std::string& var);
   StageWriter& parallel(const std::string& var);
+  // An associative update whose reduction variable may then be vectorized: the lanes
+  // combine in a tree (Halide's VectorReduce), not one after another.
+  StageWriter& atomic();
   // GPU loops: block and thread dims, innermost first (one to three of each).
   StageWriter& gpu_blocks(const std::vector<std::string>& vars);
   StageWriter& gpu_threads(const std::vector<std::string>& vars);

@@ -297,8 +297,8 @@ void schedule_gpu_matmul_accumulator(Func acc) {
 
 // A reduction along rows (softmax's sum, layer norm's moments): the innermost reduction
 // variable is split into vectors of partial results (rfactor), so its body (an exp, a
-// square) runs vectorized, then the vector is reduced. Skipped where Halide cannot prove
-// the update associative (NaN-propagating max and min).
+// square) runs vectorized, then the vector is reduced, its lanes in a tree. Skipped where
+// Halide cannot prove the update associative (NaN-propagating max and min).
 void vectorize_row_reduction(Func acc, const Halide::Target& target) {
   std::vector<Halide::RVar> rvars = acc.rvars(0);
   if (rvars.empty() || acc.outputs() != 1) return;  // tuple reductions (argmax) stay serial
@@ -309,7 +309,9 @@ void vectorize_row_reduction(Func acc, const Halide::Target& target) {
     Func partial = acc.update().split(rvars[0], ro, ri, vw, TailStrategy::GuardWithIf).rfactor(ri, u);
     partial.compute_at(acc, pure_vars(acc).back()).vectorize(u);
     partial.update().reorder(u, ro).vectorize(u);
-    log("schedule", acc.name() + ": row reduction in vectors of " + std::to_string(vw) + " partial results");
+    acc.update().atomic().vectorize(ri);  // the lanes combine in a tree, not one at a time
+    log("schedule", acc.name() + ": row reduction in vectors of " + std::to_string(vw) +
+                        " partial results, their lanes combined in a tree");
   } catch (const Halide::CompileError& e) {
     log("schedule", acc.name() + ": serial row reduction (rfactor impossible: " + e.what() + ")");
   }

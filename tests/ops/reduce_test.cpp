@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "lower/kernel.h"
+#include "lower/scheduler.h"
 #include "lower/target.h"
 #include "ops/op_test_util.h"
 
@@ -106,6 +107,40 @@ TEST(Softmax, MatchesReferenceOnEveryAxisAndDtype) {
         expect_matches_reference(op, [&](const std::vector<Tensor>& in) {
               return std::string(op) == "softmax" ? softmax(in[0], axis) : log_softmax(in[0], axis);
             }, {x}, {{"axis", axis}}, std::string(dtype_name(dt)) + shape.str(), kF32ReductionTolerance);
+      }
+    }
+  }
+}
+
+// A row reduction's vectors of partial results combine their lanes in a tree (Halide's
+// VectorReduce), under the rules and under Kiln, not one lane after another: that serial
+// sum cost a row of 64 floats as much as its loads. Rows that are not whole vectors
+// (40), of 64, and long ones; the result is checked in every dtype.
+TEST(Softmax, RowsCombineTheirPartialResultsInATree) {
+  uint64_t seed = 70;
+  for (const int64_t cols : {40, 64, 4096}) {
+    for (DType dt : {DType::F32, DType::F64, DType::F16}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " rows of " + std::to_string(cols));
+      const Tensor x = rand({12, cols}, seed++, -5, 5, dt);
+      const Tensor w = rand({cols}, seed++, 0.5, 1.5, dt), b = rand({cols}, seed++, -1, 1, dt);
+      auto fn = [cols](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{softmax(in[0], -1), layer_norm(in[0], {cols}, in[1], in[2])};
+      };
+      Graph g = trace(fn, {x, w, b});
+      const std::vector<Tensor> want = interpret(g, {x, w, b}, InterpretMode::Reference);
+      const double tol = dt == DType::F16 ? 1e-2 : 1e-5;
+      for (const std::string scheduler : {"rules", "Kiln"}) {
+        SCOPED_TRACE(scheduler);
+        Kernel kernel(g, parse_target("host"), make_schedule_fn(scheduler, g, {x, w, b}));
+        if (dt == DType::F32) {
+          const std::string stmt = kernel.lowered_stmt();
+          EXPECT_NE(stmt.find("vector_reduce_max"), std::string::npos) << stmt;
+          EXPECT_NE(stmt.find("vector_reduce_add"), std::string::npos) << stmt;
+        }
+        const std::vector<Tensor> got = kernel.run({x, w, b});
+        for (size_t o = 0; o < 2; ++o) {
+          EXPECT_TRUE(allclose(got[o], want[o], tol, tol)) << o << ": " << max_abs_diff(got[o], want[o]);
+        }
       }
     }
   }
