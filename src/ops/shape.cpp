@@ -48,20 +48,60 @@ TensorMeta infer_reshape(const std::vector<TensorMeta>& in, const Attrs& a) {
   return {in[0].dtype, Shape(want)};
 }
 
-Expr I64(int64_t v) { return algo::constant(Halide::Int(64), double(v)); }
-
+// A reshape maps groups of consecutive dims onto each other: walking both shapes from the
+// outermost dim, a group ends where the products of their sizes agree. Most groups are one
+// dim on one side: a split (out [.., H, Dh] from in [.., D]) needs no division, a merge one
+// div/mod per input dim. The index math is in 32 bits where a group's elements fit: the
+// simplifier then proves a vector of consecutive outputs a dense load, where a 64-bit
+// linear index over the whole tensor left a gather.
 Func reshape_algorithm(const std::vector<Func>& in, const OpCall& c) {
-  std::vector<int64_t> osz = c.output.shape.sizes(), isz = c.inputs[0].shape.sizes();
-  std::vector<int64_t> ost = ref::strides(osz), ist = ref::strides(isz);
-  auto v = algo::vars(c.output.shape.rank());
-  const int ro = int(osz.size()), ri = int(isz.size());
-  Expr linear = Halide::cast<int64_t>(0);
-  for (int i = 0; i < ro; ++i) linear += Halide::cast<int64_t>(v[size_t(ro - 1 - i)]) * I64(ost[size_t(i)]);
-  std::vector<Expr> idx(static_cast<size_t>(ri));
-  for (int i = 0; i < ri; ++i) {
-    Expr q = ist[size_t(i)] == 1 ? linear : linear / I64(ist[size_t(i)]);
-    idx[size_t(ri - 1 - i)] = Halide::cast<int>(i == 0 ? q : q % I64(isz[size_t(i)]));
+  const std::vector<int64_t> osz = c.output.shape.sizes(), isz = c.inputs[0].shape.sizes();
+  const size_t ro = osz.size(), ri = isz.size();
+  auto v = algo::vars(int(ro));
+  auto out_var = [&](size_t i) { return Expr(v[ro - 1 - i]); };  // outermost-first index i
+  std::vector<Expr> idx(ri);
+  auto map_group = [&](size_t o0, size_t o1, size_t i0, size_t i1) {
+    int64_t elems = 1;
+    for (size_t i = o0; i < o1; ++i) elems *= osz[i];
+    const Halide::Type t = elems <= (int64_t(1) << 31) - 1 ? Halide::Int(32) : Halide::Int(64);
+    if (o1 - o0 == 1 && i1 - i0 == 1) {
+      idx[ri - 1 - i0] = out_var(o0);
+      return;
+    }
+    Expr linear = algo::constant(t, 0);
+    int64_t stride = 1;
+    for (size_t i = o1; i-- > o0;) {
+      linear = Halide::cast(t, out_var(i)) * algo::constant(t, double(stride)) + linear;
+      stride *= osz[i];
+    }
+    stride = 1;
+    for (size_t k = i1; k-- > i0;) {
+      Expr q = stride == 1 ? linear : linear / algo::constant(t, double(stride));
+      if (k != i0) q = q % algo::constant(t, double(isz[k]));
+      idx[ri - 1 - k] = Halide::cast<int>(q);
+      stride *= isz[k];
+    }
+  };
+  size_t i = 0, j = 0;
+  bool grouped = true;
+  while (grouped && (i < ro || j < ri)) {
+    const size_t i0 = i, j0 = j;
+    int64_t po = 1, pi = 1;
+    if (i < ro) po *= osz[i++];
+    if (j < ri) pi *= isz[j++];
+    while (po != pi) {
+      if (po < pi && i < ro) {
+        po *= osz[i++];
+      } else if (pi < po && j < ri) {
+        pi *= isz[j++];
+      } else {
+        grouped = false;  // an empty tensor: one group of everything below
+        break;
+      }
+    }
+    if (grouped) map_group(i0, i, j0, j);
   }
+  if (!grouped) map_group(0, ro, 0, ri);
   Func f("reshape");
   f(v) = in[0](idx);
   return f;

@@ -1,3 +1,6 @@
+#include <sstream>
+
+#include "lower/lower_to_halide.h"
 #include "ops/op_test_util.h"
 
 using namespace kiln;
@@ -14,7 +17,10 @@ void check(const std::string& op, const std::function<Tensor(const Tensor&)>& fn
 TEST(ShapeOps, Reshape) {
   for (DType dt : {DType::F32, DType::I32, DType::F16}) {
     Tensor x = random_with_edges({2, 3, 4}, dt, 1, -9, 9);
-    for (std::vector<int64_t> s : {std::vector<int64_t>{24}, {4, 6}, {-1, 2}, {2, 1, 12}, {3, -1, 2}}) {
+    // Groups of dims that split (2, 3, 2, 2), merge (6, 4), both at once (3, 8: one group),
+    // with dims of size 1 on either side.
+    for (std::vector<int64_t> s : {std::vector<int64_t>{24}, {4, 6}, {-1, 2}, {2, 1, 12}, {3, -1, 2}, {2, 3, 2, 2},
+                                   {6, 4}, {2, 12}, {3, 8}, {1, 2, 3, 4, 1}, {4, 3, 2}, {2, 1, 3, 1, 4}, {24, 1}}) {
       check("reshape", [&](const Tensor& t) { return reshape(t, s); }, x, {{"shape", s}});
     }
   }
@@ -22,6 +28,34 @@ TEST(ShapeOps, Reshape) {
   EXPECT_THROW(reshape(zeros({2, 3}), {4, 2}), Error);
   EXPECT_THROW(reshape(zeros({2, 3}), {-1, -1}), Error);
   EXPECT_THROW(reshape(zeros({2, 3}), {4, -1}), Error);
+}
+
+// A reshape maps groups of dims onto each other, in 32-bit index math: splitting a dim
+// reads it with no division, merging dims takes one div/mod per merged dim. (A 64-bit
+// index linearized over the whole tensor kept Halide from proving vector loads dense:
+// gpt_block's heads were read by gathers.)
+TEST(ShapeOps, ReshapeIndexMathIsPerGroupOfDims) {
+  auto reshape_index = [](const Shape& from, const std::vector<int64_t>& to) {
+    Graph g = trace([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{reshape(in[0], to) * 2.0}; },
+                    {zeros(from)});
+    LoweredGraph lowered = lower_to_halide(g);
+    for (const Node& n : g.nodes()) {
+      if (n.op == "reshape") {
+        std::ostringstream s;
+        s << lowered.funcs.at(n.id).value();
+        return s.str();
+      }
+    }
+    ADD_FAILURE() << "no reshape in the graph";
+    return std::string();
+  };
+  const std::string split = reshape_index(Shape{2, 6, 96}, {2, 6, 4, 24});
+  EXPECT_EQ(split.find('/'), std::string::npos) << split;
+  EXPECT_EQ(split.find('%'), std::string::npos) << split;
+  EXPECT_EQ(split.find("int64"), std::string::npos) << split;
+  const std::string merge = reshape_index(Shape{2, 6, 4, 24}, {2, 6, 96});
+  EXPECT_NE(merge.find('/'), std::string::npos) << merge;
+  EXPECT_EQ(merge.find("int64"), std::string::npos) << merge;
 }
 
 TEST(ShapeOps, PermuteTransposeSqueeze) {
