@@ -146,7 +146,21 @@ int matmul_tile_vectors(const Halide::Target& target) {
   const bool x86_without_avx512 = target.arch == Halide::Target::X86 && !target.has_feature(Halide::Target::AVX512);
   return x86_without_avx512 ? 2 : 4;
 }
+constexpr int kCpuMatmulTileRows = 6, kCpuMatmulMaxTileRows = 12;
 bool is_matmul_accumulator(const Func& f) { return has_prefix(f, "matmul_acc") && f.args().size() >= 2; }
+
+}  // namespace
+
+CpuMatmulTile cpu_matmul_tile(const Halide::Target& target, Halide::Type type, int64_t columns) {
+  const int vw = std::max(1, target.natural_vector_size(type));
+  const int most = matmul_tile_vectors(target);
+  CpuMatmulTile t{most, kCpuMatmulTileRows};
+  if (columns > 0) t.vectors = int(std::clamp<int64_t>((columns + vw - 1) / vw, 1, most));
+  t.rows = std::min(kCpuMatmulMaxTileRows, kCpuMatmulTileRows * most / t.vectors);
+  return t;
+}
+
+namespace {
 
 // The loops of the Func whose register tiles compute the matmul: tiles of tile_m rows x
 // tile_n columns (within column panels when a panel holds several tiles), row tiles in
@@ -196,16 +210,17 @@ Var tile_matmul_loops(Func s, const std::vector<Var>& v, int vw, int tile_n, int
 // guarded (they are unrolled, not vectorized).
 bool epilogue_host_fits(const LoweredGraph::EpilogueHost& host, const Func& acc, const Halide::Target& target) {
   const int vw = std::max(1, target.natural_vector_size(acc.type()));
-  const int64_t unit = std::max(matmul_tile_vectors(target) * vw, 64 / acc.type().bytes());
+  const int64_t unit = std::max(cpu_matmul_tile(target, acc.type(), host.columns).vectors * vw, 64 / acc.type().bytes());
   return host.columns > 0 && host.columns % unit == 0;
 }
 
 // `host`: the stored value that computes the matmul per tile, its pointwise epilogue
 // inlined (see LoweredGraph::epilogue_hosts); without one, a wrapper of the accumulator.
-void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const Func* host, const CpuMatmulTasks& tasks) {
+void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const Func* host, const CpuMatmulTile& tile,
+                                 const CpuMatmulTasks& tasks) {
   std::vector<Var> v = pure_vars(acc);  // n, m, batch...
   const int vw = std::max(1, target.natural_vector_size(acc.type()));
-  const int tile_n = matmul_tile_vectors(target) * vw, tile_m = kCpuMatmulTileRows;
+  const int tile_n = tile.vectors * vw, tile_m = tile.rows;
   const int panel = 64 / acc.type().bytes();  // b_panel's width (ops/linalg.cpp)
   Func tiled = host ? *host : acc.in();
   tiled.compute_root();
@@ -382,11 +397,11 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, 
   }
   if (is_matmul_accumulator(acc)) {
     const int vw = std::max(1, target.natural_vector_size(acc.type()));
-    const CpuMatmulTasks tasks =
-        choices.matmul_tasks ? choices.matmul_tasks(stage, vw, matmul_tile_vectors(target)) : CpuMatmulTasks{};
+    const CpuMatmulTile tile = cpu_matmul_tile(target, acc.type(), stage.extents.empty() ? 0 : stage.extents[0]);
+    const CpuMatmulTasks tasks = choices.matmul_tasks ? choices.matmul_tasks(stage, vw, tile) : CpuMatmulTasks{};
     auto host = lowered.epilogue_hosts.find(acc.name());
     const bool hosted = host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, acc, target);
-    schedule_matmul_accumulator(acc, target, hosted ? &host->second.func : nullptr, tasks);
+    schedule_matmul_accumulator(acc, target, hosted ? &host->second.func : nullptr, tile, tasks);
     return;
   }
   Halide::Stage update = acc.update();

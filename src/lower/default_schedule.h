@@ -31,17 +31,26 @@ struct CpuConvTile {
 // and the target's vector lanes: how the Kiln scheduler sizes the tiles of the rules' loops.
 using CpuConvTileChoice = std::function<CpuConvTile(const StageInfo& conv, int lanes)>;
 
-// How a matmul's register tiles (kCpuMatmulTileRows rows x some vectors of columns) are
-// divided into parallel tasks on the CPU: `band` row tiles per task, each task sweeping
-// `column_tiles` column tiles (0: all), per column tile the band's row tiles. The rules
-// take 8 x all: a column tile of b is read from L2 by 7 of the band's 8 row tiles.
+// A matmul's register tile on the CPU: `rows` rows x `vectors` vectors of columns.
+struct CpuMatmulTile {
+  int vectors = 4, rows = 6;
+};
+// The tile for a product of `columns` columns (0: dynamic) of `type`: as many vectors as
+// the register file holds (4 with AVX-512, 2 with AVX2) x 6 rows, but no wider than the
+// columns, with the rows that fill the same accumulators instead (up to 12): a 64-column
+// tile over attention's 32 head dims computed every product twice.
+CpuMatmulTile cpu_matmul_tile(const Halide::Target& target, Halide::Type type, int64_t columns);
+
+// How a matmul's register tiles are divided into parallel tasks on the CPU: `band` row
+// tiles per task, each task sweeping `column_tiles` column tiles (0: all), per column
+// tile the band's row tiles. The rules take 8 x all: a column tile of b is read from L2
+// by 7 of the band's 8 row tiles.
 struct CpuMatmulTasks {
   int band = 8, column_tiles = 0;
 };
-constexpr int kCpuMatmulTileRows = 6;
 // The tasks of one matmul accumulator, from its stage (StageInfo::extents: n, m, batch...)
-// and its register tile (`vectors` vectors of `lanes` columns x kCpuMatmulTileRows rows).
-using CpuMatmulTasksChoice = std::function<CpuMatmulTasks(const StageInfo& matmul, int lanes, int vectors)>;
+// and its register tile (of vectors of `lanes` columns).
+using CpuMatmulTasksChoice = std::function<CpuMatmulTasks(const StageInfo& matmul, int lanes, CpuMatmulTile tile)>;
 
 // What the Kiln scheduler sizes within the rules' loops (unset: the rules' sizes).
 struct CpuContractionChoices {

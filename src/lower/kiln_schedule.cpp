@@ -186,7 +186,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     p.contractions.conv_tiles[key] = t;
     return CpuConvTile{t.vectors, t.channels};
   };
-  choices.matmul_tasks = [&](const StageInfo& matmul, int lanes, int vectors) {
+  choices.matmul_tasks = [&](const StageInfo& matmul, int lanes, CpuMatmulTile tile) {
     if (!is_sized_matmul_accumulator(matmul)) return CpuMatmulTasks{};
     const std::string& key = key_of.at(matmul.func.name());
     const std::vector<int64_t>& e = matmul.extents;  // n, m, batch...
@@ -208,7 +208,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     std::string why;
     std::vector<std::pair<autoschedule::MatmulTasks, double>> runner_ups;
     const autoschedule::MatmulTasks t =
-        autoschedule::choose_matmul_tasks(shape, kCpuMatmulTileRows, vectors, lanes, machine, &why, &runner_ups);
+        autoschedule::choose_matmul_tasks(shape, tile.rows, tile.vectors, lanes, machine, &why, &runner_ups);
     log("schedule", "Kiln: " + what.str() + ": " + why);
     add_runner_ups(matmul.func.name(), key, runner_ups, &autoschedule::Knobs::matmul_tasks, &p.alternatives);
     p.contractions.matmul_tasks[key] = t;
