@@ -202,6 +202,26 @@ TEST(Matmul, ANarrowProductsTileIsNoWiderThanItsColumns) {
   }
 }
 
+// The right operand's packing runs in tasks of 32 KB at least: a panel of 16 columns
+// over a k of 64 is 4 KB, and 4 KB tasks cost more at the thread pool's lock than their
+// copy (attention's K and V). Here 8 heads of 32 columns over k 64: 16 panels, 2 tasks.
+TEST(Matmul, PackingRunsInTasksOfThirtyTwoKilobytes) {
+  Tensor a = rand({8, 48, 64}, 71, -1, 1), b = rand({8, 64, 32}, 72, -1, 1);
+  Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; }, {a, b});
+  const std::regex pack_loop(R"(halide_do_par_for\(\(halide_task_t\)\S*matmul_b_panel\S*, 0, (\d+),)");
+  const Tensor want = get_op("matmul").reference({a, b}, {}, TensorMeta{DType::F32, Shape{8, 48, 32}});
+  for (const std::string scheduler : {"rules", "Kiln"}) {
+    SCOPED_TRACE(scheduler);
+    Kernel kernel(g, parse_target("host"), make_schedule_fn(scheduler, g, {a, b}));
+    const std::string stmt = kernel.lowered_stmt();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(stmt, m, pack_loop)) << stmt;
+    EXPECT_EQ(m[1].str(), "2") << m[0].str();
+    const Tensor got = kernel.run({a, b})[0];
+    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5)) << max_abs_diff(got, want);
+  }
+}
+
 // A value stored for a contraction to read runs in parallel tasks of its rows, under the
 // rules and under Kiln (which sizes the tasks): attention's probabilities,
 // [1, heads, rows, columns], ran serially when the outermost dim alone was parallel.
