@@ -166,6 +166,20 @@ TEST(Matmul, EachRegisterTileAccumulatesOnTheStack) {
   }
 }
 
+// a @ b compiled under the rules and under Kiln: each lowered statement goes to `check`,
+// and each result is checked against the reference.
+void check_compiled_matmul(const Tensor& a, const Tensor& b, const std::function<void(const std::string&)>& check) {
+  Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; }, {a, b});
+  const Tensor want = get_op("matmul").reference({a, b}, {}, g.node(g.outputs()[0]).meta);
+  for (const std::string scheduler : {"rules", "Kiln"}) {
+    SCOPED_TRACE(scheduler);
+    Kernel kernel(g, parse_target("host"), make_schedule_fn(scheduler, g, {a, b}));
+    check(kernel.lowered_stmt());
+    const Tensor got = kernel.run({a, b})[0];
+    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5)) << max_abs_diff(got, want);
+  }
+}
+
 // A product narrower than the register tile gets a tile no wider than its columns, with
 // the rows that fill the same registers: attention's 32 head dims in a 64-column tile
 // computed every product twice (gpt_block under Kiln: 0.373 to 0.355 ms on 2 cores).
@@ -186,40 +200,24 @@ TEST(Matmul, ANarrowProductsTileIsNoWiderThanItsColumns) {
 
   // Compiled: the accumulator of a [.., 40, 32] product is one tile of at most 32 columns,
   // under both schedulers, and the result is right (rows are not whole tiles of 12).
-  Tensor a = rand({3, 40, 24}, 61, -1, 1), b = rand({3, 24, 32}, 62, -1, 1);
-  Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; }, {a, b});
   const std::regex acc_alloc(R"(allocate matmul_acc\S*\[float32 \* (\d+) \* (\d+))");
-  const Tensor want = get_op("matmul").reference({a, b}, {}, TensorMeta{DType::F32, Shape{3, 40, 32}});
-  for (const std::string scheduler : {"rules", "Kiln"}) {
-    SCOPED_TRACE(scheduler);
-    Kernel kernel(g, parse_target("host"), make_schedule_fn(scheduler, g, {a, b}));
-    const std::string stmt = kernel.lowered_stmt();
+  check_compiled_matmul(rand({3, 40, 24}, 61, -1, 1), rand({3, 24, 32}, 62, -1, 1), [&](const std::string& stmt) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(stmt, m, acc_alloc)) << stmt;
     EXPECT_LE(std::stoi(m[1].str()), 32) << m[0].str();
-    const Tensor got = kernel.run({a, b})[0];
-    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5)) << max_abs_diff(got, want);
-  }
+  });
 }
 
 // The right operand's packing runs in tasks of 32 KB at least: a panel of 16 columns
 // over a k of 64 is 4 KB, and 4 KB tasks cost more at the thread pool's lock than their
 // copy (attention's K and V). Here 8 heads of 32 columns over k 64: 16 panels, 2 tasks.
 TEST(Matmul, PackingRunsInTasksOfThirtyTwoKilobytes) {
-  Tensor a = rand({8, 48, 64}, 71, -1, 1), b = rand({8, 64, 32}, 72, -1, 1);
-  Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; }, {a, b});
   const std::regex pack_loop(R"(halide_do_par_for\(\(halide_task_t\)\S*matmul_b_panel\S*, 0, (\d+),)");
-  const Tensor want = get_op("matmul").reference({a, b}, {}, TensorMeta{DType::F32, Shape{8, 48, 32}});
-  for (const std::string scheduler : {"rules", "Kiln"}) {
-    SCOPED_TRACE(scheduler);
-    Kernel kernel(g, parse_target("host"), make_schedule_fn(scheduler, g, {a, b}));
-    const std::string stmt = kernel.lowered_stmt();
+  check_compiled_matmul(rand({8, 48, 64}, 71, -1, 1), rand({8, 64, 32}, 72, -1, 1), [&](const std::string& stmt) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(stmt, m, pack_loop)) << stmt;
     EXPECT_EQ(m[1].str(), "2") << m[0].str();
-    const Tensor got = kernel.run({a, b})[0];
-    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5)) << max_abs_diff(got, want);
-  }
+  });
 }
 
 // A value stored for a contraction to read runs in parallel tasks of its rows, under the
