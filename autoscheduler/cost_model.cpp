@@ -79,11 +79,13 @@ Prediction predict(const StagePlan& plan, const MachineModel& m) {
     load_cycles += spilled * plan.flops / (2.0 * lanes) * (1.0 / m.load_ports + 1.0);
   }
   p.compute_s = std::max(arith_cycles, load_cycles) / (cores * m.ghz * 1e9);
+  double overlapped_s = 0;
   for (const Stream& s : plan.streams) {
     bool per_core = false;
     const double bw = bandwidth_for(s.working_set, m, &per_core);
-    p.memory_s += s.bytes / (per_core ? bw * cores : bw);
+    (s.overlaps_compute ? overlapped_s : p.memory_s) += s.bytes / (per_core ? bw * cores : bw);
   }
+  p.memory_s += std::max(0.0, overlapped_s - p.compute_s);
   // Serial stages have no imbalance; a parallel one with fewer tasks than cores already
   // uses fewer cores above. Otherwise the larger of the last partial wave and the tail
   // of a shared work queue: cores never run in lockstep (they share DRAM, clocks differ,

@@ -47,6 +47,10 @@ namespace kiln::autoschedule {
 struct Stream {
   double bytes = 0;        // bytes moved over the whole stage
   double working_set = 0;  // bytes that must stay cached for those bytes to hit
+  // Read a line every many steps (a matmul's broadcasts of a: a line per 16 steps of a
+  // row), which the prefetcher fetches while the arithmetic runs: these cost only the time
+  // by which they exceed the stage's compute.
+  bool overlaps_compute = false;
 };
 
 struct StagePlan {

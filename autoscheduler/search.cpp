@@ -112,15 +112,17 @@ StagePlan matmul_tasks_plan(const ContractionShape& s, int rows, int vectors, in
   const double per_task = t.column_tiles > 0 ? std::min(double(t.column_tiles), col_tiles) : col_tiles;
   const double bands = std::ceil(row_tiles / band), groups = std::ceil(col_tiles / per_task);
   const double a_bytes = s.m * s.k * s.bytes, b_bytes = s.k * s.n * s.bytes;
-  // What a task keeps in L2: one column tile of b and the band's rows of a.
-  const double near = s.k * tile_cols * s.bytes + band * rows * s.k * s.bytes;
+  const double b_tile = s.k * tile_cols * s.bytes, a_tile = rows * s.k * s.bytes;
   p.streams.clear();
-  // b: each task reads its columns once from wherever b lives, the band's other row
-  // tiles again from L2; a: the band's rows once per task, from L2 per further column tile.
+  // b, four lines a step that no prefetcher hides: each task reads its column tiles once
+  // from wherever b lives, and the band's other row tiles read each again after one row
+  // tile of a has passed through the cache.
   p.streams.push_back({bands * b_bytes * s.batch, b_bytes});
-  p.streams.push_back({(row_tiles - bands) * b_bytes * s.batch, near});
-  p.streams.push_back({groups * a_bytes * s.batch, a_bytes});
-  p.streams.push_back({(col_tiles - groups) * a_bytes * s.batch, near});
+  p.streams.push_back({(row_tiles - bands) * b_bytes * s.batch, b_tile + a_tile});
+  // a, broadcasts the prefetcher runs ahead of: the band's rows once per task, and again
+  // per further column tile after the whole band and a column tile of b.
+  p.streams.push_back({groups * a_bytes * s.batch, a_bytes, true});
+  p.streams.push_back({(col_tiles - groups) * a_bytes * s.batch, band * a_tile + b_tile, true});
   p.streams.push_back({s.m * s.n * s.bytes * s.batch, s.m * s.n * s.bytes * s.batch});
   p.tasks = bands * groups * s.batch;
   // Tasks run band by band, column groups within a band; the last of each may be short.
@@ -151,9 +153,11 @@ MatmulTasks choose_matmul_tasks(const ContractionShape& s, int rows, int vectors
   };
   std::vector<Scored> scored = {{rules, rules_pr, plan(rules).tasks}};
   const double row_tiles = std::ceil(s.m / rows), col_tiles = std::ceil(s.n / (double(vectors) * lanes));
-  // Larger bands than the rules' would hold more of a in L2 than they plan for.
-  for (int band = 1; band <= rules.band; band *= 2) {
-    if (band > 1 && band / 2 >= row_tiles) break;  // the same tasks as the smaller band
+  // Bands of powers of two row tiles, and all of them (a task per group of columns).
+  std::vector<int> bands;
+  for (int band = 1; band < row_tiles; band *= 2) bands.push_back(band);
+  bands.push_back(int(row_tiles));
+  for (int band : bands) {
     for (int columns = 0; columns == 0 || columns < col_tiles; columns = columns == 0 ? 1 : 2 * columns) {
       const MatmulTasks t{band, columns};
       if (t == rules) continue;
@@ -161,14 +165,17 @@ MatmulTasks choose_matmul_tasks(const ContractionShape& s, int rows, int vectors
       scored.push_back({t, predict(p, m), p.tasks});
     }
   }
-  // Of the choices within 2% of the fastest, the fewest tasks: the model does not see
-  // what smaller tasks lose (L1 reuse, prefetch runs), nor noise that small; and the
-  // rules' unless that is 3% faster.
+  // Of the choices within 2% of the fastest, the tallest band, then the fewest tasks:
+  // the model does not see noise that small, nor what shorter bands and smaller tasks
+  // lose (b read by more tasks, each from the core that packed it; L1 reuse, prefetch
+  // runs); and the rules' unless that is 3% faster.
   double fastest = rules_pr.total_s;
   for (const Scored& c : scored) fastest = std::min(fastest, c.prediction.total_s);
   const Scored* pick = nullptr;
+  auto band_of = [&](const Scored& c) { return std::min(double(c.tasks.band), row_tiles); };
   for (const Scored& c : scored) {
-    if (c.prediction.total_s <= fastest * 1.02 && (!pick || c.count < pick->count)) pick = &c;
+    if (c.prediction.total_s > fastest * 1.02) continue;
+    if (!pick || band_of(c) > band_of(*pick) || (band_of(c) == band_of(*pick) && c.count < pick->count)) pick = &c;
   }
   if (pick->prediction.total_s > rules_pr.total_s * 0.97) pick = &scored[0];
   const MatmulTasks best = pick->tasks;

@@ -210,16 +210,21 @@ constexpr size_t kConvRunnerUps = 4;
 bool conv_tile_fits(const ConvTile& t, const MachineModel& m);
 
 // The plan of a matmul of shape `s` in the rules' loops: register tiles of `rows` x
-// `vectors` vectors of `lanes` (the rules'), divided into tasks by `t`. Column tiles of b
-// and the band's rows of a are reused from L2 within a task and read from farther once
-// per task; unequal tasks (a ragged last band or column group) are queued in order.
+// `vectors` vectors of `lanes` (the rules'), divided into tasks by `t`. Each task reads its
+// column tiles of b and its band's rows of a once from wherever they live; a column tile
+// of b is read again by the band's other row tiles from the cache that holds it and one
+// row tile of a, the band's rows of a again per further column tile from the cache that
+// holds them and a column tile of b. a's reads are broadcasts, a line per 16 steps of a
+// row, which the prefetcher runs ahead of (Stream::overlaps_compute); b's, four lines a
+// step, are not. Unequal tasks (a ragged last band or column group) are queued in order.
 StagePlan matmul_tasks_plan(const ContractionShape& s, int rows, int vectors, int lanes, const MatmulTasks& t);
 
 // The tasks for a matmul of shape `s` with the rules' register tiles, scored by
-// matmul_tasks_plan (bands of up to the rules' 8 row tiles, column groups of any power of
-// two tiles): of those predicted within 2% of the fastest, the fewest tasks (the model
-// does not see what smaller tasks lose in reuse); the rules' 8 row tiles and all columns
-// unless that is predicted 3% faster. `why` and `runner_ups` as for choose_conv_tile (a
+// matmul_tasks_plan (bands of any power of two row tiles or all of them, column groups of
+// any power of two tiles): of those predicted within 2% of the fastest, the tallest band
+// (b read by the fewest tasks), then the fewest tasks (the model does not see what smaller
+// tasks lose in reuse); the rules' 8 row tiles and all columns unless that is predicted
+// 3% faster. `why` and `runner_ups` as for choose_conv_tile (a
 // runner-up may be predicted up to 2% faster than the choice).
 MatmulTasks choose_matmul_tasks(const ContractionShape& s, int rows, int vectors, int lanes, const MachineModel& m,
                                 std::string* why = nullptr,
