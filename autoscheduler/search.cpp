@@ -270,6 +270,10 @@ std::string Knobs::str() const {
   for (const auto& [f, l] : lanes) next(f) << l << " lanes";
   for (const auto& [f, t] : conv_tiles) next(f) << "conv tile " << t.vectors << " vectors x " << t.channels << " channels";
   for (const auto& [f, t] : matmul_tasks) {
+    if (t.per_batch) {
+      next(f) << "a task per batch element, its batched operands computed in it";
+      continue;
+    }
     next(f) << "tasks of " << t.band << " row tiles x " << (t.column_tiles ? std::to_string(t.column_tiles) : "all")
             << " column tiles";
   }

@@ -71,6 +71,10 @@ struct ConvTile {
 // row tiles: tasks of 8 and 3, one core idle most of the time).
 struct MatmulTasks {
   int band = 8, column_tiles = 0;
+  // One task per batch element (all its rows and columns), in which the batched values
+  // the matmul reads are computed too: its packed b, a stored operand such as attention's
+  // probabilities, and the matmul and packing behind that (src/lower/batch_fusion.h).
+  bool per_batch = false;
   bool operator==(const MatmulTasks& o) const = default;
 };
 

@@ -29,7 +29,7 @@ json::Value knobs_to_json(const Knobs& k) {
   for (const auto& [f, l] : k.lanes) lanes[f] = l;
   for (const auto& [f, t] : k.conv_tiles) conv_tiles[f] = json::Object{{"vectors", t.vectors}, {"channels", t.channels}};
   for (const auto& [f, t] : k.matmul_tasks) {
-    matmul_tasks[f] = json::Object{{"band", t.band}, {"column_tiles", t.column_tiles}};
+    matmul_tasks[f] = json::Object{{"band", t.band}, {"column_tiles", t.column_tiles}, {"per_batch", t.per_batch}};
   }
   for (const auto& [f, t] : k.gpu_tiles) {
     gpu_tiles[f] = json::Object{{"rows", t.rows}, {"cols", t.cols}, {"tx", t.tx}, {"ty", t.ty}, {"unroll", t.unroll}};
@@ -54,6 +54,11 @@ const json::Object& object_or_empty(const json::Value& v, const std::string& key
   return v.has(key) ? v.at(key).as_object() : empty;
 }
 
+// Entries written before per-batch fusion lack "per_batch".
+MatmulTasks matmul_tasks_from_json(const json::Value& t) {
+  return {integer(t.at("band")), integer(t.at("column_tiles")), t.has("per_batch") && t.at("per_batch").as_bool()};
+}
+
 Knobs knobs_from_json(const json::Value& v) {
   Knobs k;
   for (const auto& [f, t] : v.at("tiles").as_object()) {
@@ -73,9 +78,7 @@ Knobs knobs_from_json(const json::Value& v) {
   for (const auto& [f, t] : object_or_empty(v, "conv_tiles")) {
     k.conv_tiles[f] = {integer(t.at("vectors")), integer(t.at("channels"))};
   }
-  for (const auto& [f, t] : object_or_empty(v, "matmul_tasks")) {
-    k.matmul_tasks[f] = {integer(t.at("band")), integer(t.at("column_tiles"))};
-  }
+  for (const auto& [f, t] : object_or_empty(v, "matmul_tasks")) k.matmul_tasks[f] = matmul_tasks_from_json(t);
   for (const auto& [f, t] : object_or_empty(v, "gpu_tiles")) {
     k.gpu_tiles[f] = {integer(t.at("rows")), integer(t.at("cols")), integer(t.at("tx")), integer(t.at("ty")),
                       integer(t.at("unroll"))};
@@ -261,9 +264,7 @@ Knobs contraction_knobs_from_text(const std::string& text) {
   for (const auto& [f, t] : object_or_empty(v, "conv_tiles")) {
     k.conv_tiles[f] = {integer(t.at("vectors")), integer(t.at("channels"))};
   }
-  for (const auto& [f, t] : object_or_empty(v, "matmul_tasks")) {
-    k.matmul_tasks[f] = {integer(t.at("band")), integer(t.at("column_tiles"))};
-  }
+  for (const auto& [f, t] : object_or_empty(v, "matmul_tasks")) k.matmul_tasks[f] = matmul_tasks_from_json(t);
   return k;
 }
 

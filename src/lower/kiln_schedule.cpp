@@ -14,6 +14,7 @@
 #include "autoscheduler/tuning_db.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "lower/batch_fusion.h"
 #include "lower/default_schedule.h"
 
 namespace kiln {
@@ -85,6 +86,9 @@ struct Prepared {
   // their runner-ups.
   autoschedule::Knobs contractions;
   std::vector<autoschedule::Alternative> alternatives;
+  // The matmul accumulators run a task per batch element (MatmulTasks::per_batch), in
+  // stage order: after the search, apply_batch_fusion moves their batched operands in.
+  std::vector<std::string> per_batch;
 };
 
 // Whether every conv tile and matmul task knob of `knobs` names a stage of `lowered` of
@@ -198,10 +202,17 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     shape.bytes = matmul.func.type().bytes();
     std::ostringstream what;
     what << matmul.func.name() << " (" << e[1] << " x " << e[0] << ", k " << shape.k << ", batch " << shape.batch << ")";
+    // A task per batch element: every row tile and column tile of one.
+    const int row_tiles = int((e[1] + tile.rows - 1) / tile.rows);
+    auto per_batch = [&](const autoschedule::MatmulTasks& t) {
+      p.contractions.matmul_tasks[key] = t;
+      p.per_batch.push_back(matmul.func.name());
+      return CpuMatmulTasks{row_tiles, 0};
+    };
     if (knobs && knobs->matmul_tasks.count(key)) {
       const autoschedule::MatmulTasks t = knobs->matmul_tasks.at(key);
-      log("schedule", "Kiln: " + what.str() + ": tasks of " + std::to_string(t.band) + " row tiles x " +
-                          (t.column_tiles ? std::to_string(t.column_tiles) : std::string("all")) + " column tiles (knob)");
+      log("schedule", "Kiln: " + what.str() + ": " + autoschedule::Knobs{.matmul_tasks = {{key, t}}}.str() + " (knob)");
+      if (t.per_batch) return per_batch(t);
       p.contractions.matmul_tasks[key] = t;
       return CpuMatmulTasks{t.band, t.column_tiles};
     }
@@ -209,7 +220,21 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     std::vector<std::pair<autoschedule::MatmulTasks, double>> runner_ups;
     const autoschedule::MatmulTasks t =
         autoschedule::choose_matmul_tasks(shape, tile.rows, tile.vectors, lanes, machine, &why, &runner_ups);
+    // Batches that fill the cores run a task each, computing their batched operands in
+    // it (src/lower/batch_fusion.h): one parallel loop instead of one per operand, and each
+    // batch element's data in one core's cache. The tasks chosen within the rules' loops are
+    // the runner-up, and the other way round.
+    const autoschedule::MatmulTasks fused{row_tiles, 0, true};
+    if (shape.batch > 1 && batch_tasks_fill_cores(shape.batch, machine)) {
+      log("schedule", "Kiln: " + what.str() + ": a task per batch element (" + std::to_string(int64_t(shape.batch)) +
+                          " tasks on " + std::to_string(machine.cores) + " cores), its batched operands computed in it; "
+                          "else " + why);
+      runner_ups.insert(runner_ups.begin(), {t, 0.0});
+      add_runner_ups(matmul.func.name(), key, runner_ups, &autoschedule::Knobs::matmul_tasks, &p.alternatives);
+      return per_batch(fused);
+    }
     log("schedule", "Kiln: " + what.str() + ": " + why);
+    if (shape.batch > 1) runner_ups.push_back({fused, 0.0});
     add_runner_ups(matmul.func.name(), key, runner_ups, &autoschedule::Knobs::matmul_tasks, &p.alternatives);
     p.contractions.matmul_tasks[key] = t;
     return CpuMatmulTasks{t.band, t.column_tiles};
@@ -224,8 +249,26 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
 }  // namespace
 
 autoschedule::FixedFuncs prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
-                                               const SizeEstimates& sizes, const KilnScheduleOptions& options) {
-  return prepare(lowered, target, sizes, options, autoschedule::machine_model(target)).fixed;
+                                               const SizeEstimates& sizes, const KilnScheduleOptions& options,
+                                               std::vector<std::string>* per_batch) {
+  Prepared p = prepare(lowered, target, sizes, options, autoschedule::machine_model(target));
+  if (per_batch) *per_batch = p.per_batch;
+  return p.fixed;
+}
+
+std::string fuse_batches(LoweredGraph& lowered, const std::vector<std::string>& per_batch) {
+  const std::map<std::string, std::string> key_of = autoschedule::func_keys(lowered.pipeline());
+  std::string moved;
+  for (const std::string& acc : per_batch) {
+    std::string why;
+    const std::string members = apply_batch_fusion(lowered.pipeline(), acc, &why);
+    if (members.empty()) {
+      log("schedule", "Kiln: " + acc + ": a task per batch element, nothing moved into it: " + why);
+    } else {
+      moved += "    // " + key_of.at(acc) + ": a task per batch element, which computes " + members + "\n";
+    }
+  }
+  return moved;
 }
 
 autoschedule::FixedFuncs prepare_kiln_schedule_for_tuning(LoweredGraph& lowered, const Halide::Target& target,
@@ -300,6 +343,13 @@ KilnSchedule apply_kiln_schedule(LoweredGraph& lowered, const Halide::Target& ta
     out.predicted_s = r.predicted_s;
   }
   out.source = funcs_by_key(out.source, keys);
+  // Applied again by kiln::scheduled_backend from the contractions' sizes: said, not
+  // written out.
+  const std::string moved = fuse_batches(lowered, prepared.per_batch);
+  if (!moved.empty()) {
+    out.source += "    // The contractions' \"per_batch\" matmuls (kiln::scheduled_backend moves their batched\n"
+                  "    // operands into their tasks after this function):\n" + moved;
+  }
   out.contractions = autoschedule::contraction_knobs_to_text(prepared.contractions);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::ostringstream o;

@@ -60,8 +60,17 @@ struct KilnScheduleOptions {
 // loops left to the search, whose schedule source then holds them). A conv tile or matmul
 // task knob that does not fit the pipeline is a kiln::Error; a database entry's, a
 // warning (the entry is not used).
+// `per_batch`, when given, gets the matmul accumulators given a task per batch element
+// (autoschedule::MatmulTasks::per_batch), for fuse_batches once the rest is scheduled.
 autoschedule::FixedFuncs prepare_kiln_schedule(LoweredGraph& lowered, const Halide::Target& target,
-                                               const SizeEstimates& sizes, const KilnScheduleOptions& options = {});
+                                               const SizeEstimates& sizes, const KilnScheduleOptions& options = {},
+                                               std::vector<std::string>* per_batch = nullptr);
+
+// For each of those matmuls, once every Func is scheduled (by the search, or a schedule
+// file's function): the batched values it reads move into its tasks (apply_batch_fusion,
+// src/lower/batch_fusion.h). Returns what moved, one comment line per matmul, for a
+// schedule file.
+std::string fuse_batches(LoweredGraph& lowered, const std::vector<std::string>& per_batch);
 
 // For `kiln tune <model>`: prepare_kiln_schedule with the cost model's conv2d tiles and
 // matmul tasks (no database), and what the tuner needs besides: the pipeline's key in the

@@ -179,9 +179,11 @@ Backend scheduled_backend(const std::string& target, PipelineSchedule schedule, 
       // The file's sizes, where it gives them, instead of the tuning database's.
       KilnScheduleOptions options;
       if (sizes_given) options = {sizes_given.get(), "none"};
-      prepare_kiln_schedule(lowered, target, sizes, options);
+      std::vector<std::string> per_batch;
+      prepare_kiln_schedule(lowered, target, sizes, options, &per_batch);
       try {
         schedule(lowered.pipeline(), target);
+        fuse_batches(lowered, per_batch);  // the "per_batch" matmuls' operands, into their tasks
       } catch (const Halide::Error& e) {
         user_error("scheduled_backend: the schedule does not fit this graph's pipeline (", e.what(),
                    "); write it again with `kiln autoschedule` for this model and these sizes");

@@ -156,7 +156,11 @@ TEST(KilnAutoscheduleCommand, AModelsScheduleFileHoldsItsContractionsSizes) {
   std::string log;
   kiln::Tensor got = run(sizes, &log);
   EXPECT_TRUE(kiln::allclose(got, want, 1e-4, 1e-5)) << kiln::max_abs_diff(got, want);
-  EXPECT_NE(log.find("column tiles (knob)"), std::string::npos) << log;
+  // Planned for 2 cores (tests/autoscheduler/CMakeLists.txt): attention's 8 heads, and
+  // the 2 sequences of the linear layers, run a task each, with their batched operands.
+  EXPECT_NE(sizes.find("\"per_batch\": true"), std::string::npos) << sizes;
+  EXPECT_NE(log.find(": a task per batch element, its batched operands computed in it (knob)"), std::string::npos)
+      << log;
   const std::string edited = R"({"matmul_tasks": {"matmul_acc#2": {"band": 3, "column_tiles": 1}}})";
   got = run(edited, &log);
   EXPECT_TRUE(kiln::allclose(got, want, 1e-4, 1e-5)) << kiln::max_abs_diff(got, want);

@@ -92,6 +92,7 @@ TEST(TuningDb, GpuKnobsRoundTripAndEntriesWithoutThemStillLoad) {
   gpu.knobs.gpu_rows["softmax_sum"] = {128, 2};
   gpu.knobs.conv_tiles["conv2d_acc#2"] = {1, 12};  // a compiled model's, beside the search's
   gpu.knobs.matmul_tasks["matmul_acc#3"] = {2, 4};
+  gpu.knobs.matmul_tasks["matmul_acc#4"] = {11, 0, true};  // a task per batch element
   as::TuningDb db = as::TuningDb::load(dir.file("db.json"));
   db.put(gpu);
   db.save();
@@ -213,4 +214,19 @@ TEST(TuningDb, TargetKeyIgnoresRuntimeOnlyFeatures) {
   EXPECT_EQ(as::tuning_target_key(t.with_feature(Halide::Target::NoRuntime).with_feature(Halide::Target::JIT)),
             as::tuning_target_key(t));
   EXPECT_NE(as::tuning_target_key(Halide::Target("x86-64-linux-avx512")), as::tuning_target_key(t));
+}
+
+// A model's schedule file holds its matmuls' tasks as text (kiln autoschedule): a task per
+// batch element round-trips, and a text written before per-batch tasks existed reads as
+// tasks within the rules' loops.
+TEST(TuningDb, ContractionSizesRoundTripAsText) {
+  as::Knobs k;
+  k.matmul_tasks["matmul_acc"] = {8, 2};
+  k.matmul_tasks["matmul_acc#2"] = {11, 0, true};
+  k.conv_tiles["conv2d_acc"] = {2, 6};
+  const std::string text = as::contraction_knobs_to_text(k);
+  EXPECT_NE(text.find("\"per_batch\": true"), std::string::npos) << text;
+  EXPECT_TRUE(as::contraction_knobs_from_text(text) == k) << text;
+  const as::Knobs old = as::contraction_knobs_from_text(R"({"matmul_tasks": {"matmul_acc": {"band": 3, "column_tiles": 1}}})");
+  EXPECT_TRUE(old.matmul_tasks.at("matmul_acc") == (as::MatmulTasks{3, 1, false}));
 }

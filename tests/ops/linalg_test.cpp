@@ -1,5 +1,6 @@
 #include <regex>
 
+#include "core/scoped_env.h"
 #include "lower/default_schedule.h"
 #include "lower/kernel.h"
 #include "lower/scheduler.h"
@@ -211,7 +212,10 @@ TEST(Matmul, ANarrowProductsTileIsNoWiderThanItsColumns) {
 // The right operand's packing runs in tasks of 32 KB at least: a panel of 16 columns
 // over a k of 64 is 4 KB, and 4 KB tasks cost more at the thread pool's lock than their
 // copy (attention's K and V). Here 8 heads of 32 columns over k 64: 16 panels, 2 tasks.
+// (Planned for 16 cores, where 8 heads leave cores idle: on 2 Kiln packs each head's panels
+// in that head's task instead, KilnScheduler.AttentionRunsATaskPerHead...)
 TEST(Matmul, PackingRunsInTasksOfThirtyTwoKilobytes) {
+  kiln::testing::ScopedEnv machine("KILN_MACHINE", std::string("cores=16"));
   const std::regex pack_loop(R"(halide_do_par_for\(\(halide_task_t\)\S*matmul_b_panel\S*, 0, (\d+),)");
   check_compiled_matmul(rand({8, 48, 64}, 71, -1, 1), rand({8, 64, 32}, 72, -1, 1), [&](const std::string& stmt) {
     std::smatch m;
@@ -225,7 +229,9 @@ TEST(Matmul, PackingRunsInTasksOfThirtyTwoKilobytes) {
 // [1, heads, rows, columns], ran serially when the outermost dim alone was parallel.
 // Kiln computes the softmax's max and sum per row of them, in the same tasks, where
 // the rules give each its own parallel loop.
+// (Planned for 16 cores, as above: 8 heads on 2 cores run a task each.)
 TEST(Matmul, AStoredOperandRunsInTasksOfRows) {
+  kiln::testing::ScopedEnv machine("KILN_MACHINE", std::string("cores=16"));
   // (The rules' tasks hold about 2^14 elements: 8 tasks of 128 rows of 128 here.)
   const Shape qkv{1, 8, 128, 16};
   Tensor q = rand(qkv, 51, -1, 1), k = rand(qkv, 52, -1, 1), v = rand(qkv, 53, -1, 1);
