@@ -272,10 +272,11 @@ std::string Knobs::str() const {
   for (const auto& [f, t] : matmul_tasks) {
     if (t.per_batch) {
       next(f) << "a task per batch element, its batched operands computed in it";
-      continue;
+    } else {
+      next(f) << "tasks of " << t.band << " row tiles x " << (t.column_tiles ? std::to_string(t.column_tiles) : "all")
+              << " column tiles";
     }
-    next(f) << "tasks of " << t.band << " row tiles x " << (t.column_tiles ? std::to_string(t.column_tiles) : "all")
-            << " column tiles";
+    if (!t.pack_b) o << ", b read in place";
   }
   for (const auto& [f, t] : gpu_tiles) {
     next(f) << t.rows << "x" << t.cols << " per thread, " << t.tx << "x" << t.ty << " threads, unroll " << t.unroll;

@@ -75,6 +75,10 @@ struct MatmulTasks {
   // the matmul reads are computed too: its packed b, a stored operand such as attention's
   // probabilities, and the matmul and packing behind that (src/lower/batch_fusion.h).
   bool per_batch = false;
+  // Whether b is packed into column panels first (the rules always pack it); else the
+  // tiles read it in place, where it is an input or a constant stored with its columns
+  // innermost: a small b stays in L2 anyway, and packing it costs a pass over it per call.
+  bool pack_b = true;
   bool operator==(const MatmulTasks& o) const = default;
 };
 

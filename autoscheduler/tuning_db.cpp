@@ -29,7 +29,8 @@ json::Value knobs_to_json(const Knobs& k) {
   for (const auto& [f, l] : k.lanes) lanes[f] = l;
   for (const auto& [f, t] : k.conv_tiles) conv_tiles[f] = json::Object{{"vectors", t.vectors}, {"channels", t.channels}};
   for (const auto& [f, t] : k.matmul_tasks) {
-    matmul_tasks[f] = json::Object{{"band", t.band}, {"column_tiles", t.column_tiles}, {"per_batch", t.per_batch}};
+    matmul_tasks[f] = json::Object{
+        {"band", t.band}, {"column_tiles", t.column_tiles}, {"per_batch", t.per_batch}, {"pack_b", t.pack_b}};
   }
   for (const auto& [f, t] : k.gpu_tiles) {
     gpu_tiles[f] = json::Object{{"rows", t.rows}, {"cols", t.cols}, {"tx", t.tx}, {"ty", t.ty}, {"unroll", t.unroll}};
@@ -54,9 +55,11 @@ const json::Object& object_or_empty(const json::Value& v, const std::string& key
   return v.has(key) ? v.at(key).as_object() : empty;
 }
 
-// Entries written before per-batch fusion lack "per_batch".
+// Entries written before per-batch fusion lack "per_batch" (false), and before b could be
+// read in place, "pack_b" (true).
 MatmulTasks matmul_tasks_from_json(const json::Value& t) {
-  return {integer(t.at("band")), integer(t.at("column_tiles")), t.has("per_batch") && t.at("per_batch").as_bool()};
+  return {integer(t.at("band")), integer(t.at("column_tiles")), t.has("per_batch") && t.at("per_batch").as_bool(),
+          !t.has("pack_b") || t.at("pack_b").as_bool()};
 }
 
 Knobs knobs_from_json(const json::Value& v) {

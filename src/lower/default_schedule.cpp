@@ -152,6 +152,38 @@ bool is_matmul_accumulator(const Func& f) { return has_prefix(f, "matmul_acc") &
 
 }  // namespace
 
+bool matmul_reads_b_in_place(const Func& acc) {
+  using Halide::Internal::Call;
+  for (const auto& [name, f] : Halide::Internal::find_direct_calls(acc.function())) {
+    if (!has_prefix(Func(f), "matmul_b_panel")) continue;
+    // b_panel(j, k, p, batch...) = b(clamp(p * panel + j), k, batch...) (ops/linalg.cpp).
+    const std::vector<std::string> args = f.args();
+    const Call* call = f.definition().values()[0].as<Call>();
+    if (!call || call->args.size() + 1 != args.size()) return false;
+    auto is_var = [](const Halide::Expr& e, const std::string& v) {
+      const auto* var = e.as<Halide::Internal::Variable>();
+      return var && var->name == v;
+    };
+    for (size_t i = 1; i < call->args.size(); ++i) {
+      if (!is_var(call->args[i], args[i == 1 ? 1 : i + 1])) return false;  // k, then the batch dims
+    }
+    // Down identity wrappers (a Func defined as another's value at its own point) to an
+    // image: an input or a constant.
+    while (call->call_type == Call::Halide) {
+      const Halide::Internal::Function g(call->func);
+      if (g.has_update_definition() || g.definition().values().size() != 1) return false;
+      const Call* inner = g.definition().values()[0].as<Call>();
+      if (!inner || inner->args.size() != g.args().size()) return false;
+      for (size_t i = 0; i < inner->args.size(); ++i) {
+        if (!is_var(inner->args[i], g.args()[i])) return false;
+      }
+      call = inner;
+    }
+    return call->call_type == Call::Image;
+  }
+  return false;
+}
+
 CpuMatmulTile cpu_matmul_tile(const Halide::Target& target, Halide::Type type, int64_t columns) {
   const int vw = std::max(1, target.natural_vector_size(type));
   const int most = matmul_tile_vectors(target);
@@ -260,6 +292,7 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const F
   for (const auto& [name, f] : Halide::Internal::find_direct_calls(acc.function())) {
     Func packed(f);
     if (!has_prefix(packed, "matmul_b_panel")) continue;
+    if (!tasks.pack_b) continue;  // inlined: the tiles read b in place
     std::vector<Var> pv = packed.args();  // j, k, panel, batch...
     Var panels = pv[2];
     for (size_t j = 3; j < pv.size(); ++j) {
@@ -287,7 +320,8 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const F
   log("schedule", acc.name() + ": register tiles of " + std::to_string(tile_m) + " rows x " +
                       std::to_string(tile_n) + " columns, tasks of " + std::to_string(tasks.band) + " row tiles x " +
                       (tasks.column_tiles ? std::to_string(tasks.column_tiles) : std::string("all")) +
-                      " column tiles, b packed in panels of " + std::to_string(panel) + " columns, " +
+                      " column tiles, " +
+                      (tasks.pack_b ? "b packed in panels of " + std::to_string(panel) + " columns, " : "b read in place, ") +
                       (host ? "computed per tile of " + tiled.name() : std::string("stored")));
 }
 
@@ -541,10 +575,15 @@ autoschedule::FixedFuncs apply_default_cpu_contraction_schedule(LoweredGraph& lo
     if (!is_cpu_contraction(s)) continue;
     schedule_accumulator(s, target, lowered, choices);
     scheduled[s.func.name()] = Fixed::OwnLoops;
-    // Scheduled with it: matmul's packed panels of b, conv2d's padded input.
+    // Scheduled with it: matmul's packed panels of b (inlined where b is read in place),
+    // conv2d's padded input.
     for (const auto& [name, f] : Halide::Internal::find_direct_calls(s.func.function())) {
       Func callee(f);
-      if (has_prefix(callee, "matmul_b_panel") || is_conv_padded_input(callee)) scheduled[name] = Fixed::OwnLoops;
+      if (has_prefix(callee, "matmul_b_panel")) {
+        scheduled[name] = f.schedule().compute_level().var_name().empty() ? Fixed::Inline : Fixed::OwnLoops;
+      } else if (is_conv_padded_input(callee)) {
+        scheduled[name] = Fixed::OwnLoops;
+      }
     }
     auto host = lowered.epilogue_hosts.find(s.func.name());
     if (host != lowered.epilogue_hosts.end() && epilogue_host_fits(host->second, s.func, target)) {

@@ -47,7 +47,15 @@ CpuMatmulTile cpu_matmul_tile(const Halide::Target& target, Halide::Type type, i
 // by 7 of the band's 8 row tiles.
 struct CpuMatmulTasks {
   int band = 8, column_tiles = 0;
+  // Whether b is packed into column panels first (the rules always pack); else the tiles
+  // read b where it lies (matmul_reads_b_in_place).
+  bool pack_b = true;
 };
+// Whether a matmul accumulator's b is an input or constant read at (column, k, batch...),
+// through identity wrappers only: stored with its columns innermost, so the register
+// tiles can load its vectors in place instead of from packed panels. (A transposed view,
+// such as attention's K^T, is not: its packing transposes it.)
+bool matmul_reads_b_in_place(const Halide::Func& acc);
 // The tasks of one matmul accumulator, from its stage (StageInfo::extents: n, m, batch...)
 // and its register tile (of vectors of `lanes` columns).
 using CpuMatmulTasksChoice = std::function<CpuMatmulTasks(const StageInfo& matmul, int lanes, CpuMatmulTile tile)>;

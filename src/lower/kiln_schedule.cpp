@@ -117,6 +117,15 @@ std::string rules_knobs_misfit(const autoschedule::Knobs& knobs, const LoweredGr
       return key + "'s tasks (" + std::to_string(t.band) + " row tiles x " + std::to_string(t.column_tiles) +
              " column tiles) are not valid: at least 1 row tile, and 1 or more column tiles or 0 for all";
     }
+    if (!t.pack_b) {
+      for (const StageInfo& s : lowered.stages) {
+        auto k = key_of.find(s.func.name());
+        if (k != key_of.end() && k->second == key && !matmul_reads_b_in_place(s.func)) {
+          return key + " reads b in place (\"pack_b\": false), but its b is not an input or a constant stored with "
+                       "its columns innermost: pack it (\"pack_b\": true)";
+        }
+      }
+    }
   }
   return "";
 }
@@ -204,40 +213,50 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     what << matmul.func.name() << " (" << e[1] << " x " << e[0] << ", k " << shape.k << ", batch " << shape.batch << ")";
     // A task per batch element: every row tile and column tile of one.
     const int row_tiles = int((e[1] + tile.rows - 1) / tile.rows);
-    auto per_batch = [&](const autoschedule::MatmulTasks& t) {
+    auto chosen = [&](const autoschedule::MatmulTasks& t) {
       p.contractions.matmul_tasks[key] = t;
-      p.per_batch.push_back(matmul.func.name());
-      return CpuMatmulTasks{row_tiles, 0};
+      if (t.per_batch) p.per_batch.push_back(matmul.func.name());
+      return t.per_batch ? CpuMatmulTasks{row_tiles, 0, t.pack_b} : CpuMatmulTasks{t.band, t.column_tiles, t.pack_b};
     };
     if (knobs && knobs->matmul_tasks.count(key)) {
       const autoschedule::MatmulTasks t = knobs->matmul_tasks.at(key);
       log("schedule", "Kiln: " + what.str() + ": " + autoschedule::Knobs{.matmul_tasks = {{key, t}}}.str() + " (knob)");
-      if (t.per_batch) return per_batch(t);
-      p.contractions.matmul_tasks[key] = t;
-      return CpuMatmulTasks{t.band, t.column_tiles};
+      return chosen(t);
     }
     std::string why;
     std::vector<std::pair<autoschedule::MatmulTasks, double>> runner_ups;
-    const autoschedule::MatmulTasks t =
+    autoschedule::MatmulTasks t =
         autoschedule::choose_matmul_tasks(shape, tile.rows, tile.vectors, lanes, machine, &why, &runner_ups);
+    // b read in place where it can be and stays in L2 (half of it, per batch element):
+    // packing a small b costs a pass over it per call, which for the apps/ MLP's weights
+    // was 15% of the model on 2 cores (0.300 to 0.256 ms); a large one read in place
+    // streams from L3 with a stride and ran kiln bench's MLP 2-3x slower.
+    const bool in_place = matmul_reads_b_in_place(matmul.func) && shape.k * shape.n * shape.bytes <= machine.l2 / 2.0;
+    if (in_place) why += "; b read in place";
+    for (auto& [other, extra] : runner_ups) other.pack_b = !in_place;
+    if (matmul_reads_b_in_place(matmul.func)) {
+      autoschedule::MatmulTasks flipped = t;
+      flipped.pack_b = in_place;
+      runner_ups.push_back({flipped, 0.0});
+    }
+    t.pack_b = !in_place;
     // Batches that fill the cores run a task each, computing their batched operands in
     // it (src/lower/batch_fusion.h): one parallel loop instead of one per operand, and each
     // batch element's data in one core's cache. The tasks chosen within the rules' loops are
     // the runner-up, and the other way round.
-    const autoschedule::MatmulTasks fused{row_tiles, 0, true};
+    const autoschedule::MatmulTasks fused{row_tiles, 0, true, t.pack_b};
     if (shape.batch > 1 && batch_tasks_fill_cores(shape.batch, machine)) {
       log("schedule", "Kiln: " + what.str() + ": a task per batch element (" + std::to_string(int64_t(shape.batch)) +
                           " tasks on " + std::to_string(machine.cores) + " cores), its batched operands computed in it; "
                           "else " + why);
       runner_ups.insert(runner_ups.begin(), {t, 0.0});
       add_runner_ups(matmul.func.name(), key, runner_ups, &autoschedule::Knobs::matmul_tasks, &p.alternatives);
-      return per_batch(fused);
+      return chosen(fused);
     }
     log("schedule", "Kiln: " + what.str() + ": " + why);
     if (shape.batch > 1) runner_ups.push_back({fused, 0.0});
     add_runner_ups(matmul.func.name(), key, runner_ups, &autoschedule::Knobs::matmul_tasks, &p.alternatives);
-    p.contractions.matmul_tasks[key] = t;
-    return CpuMatmulTasks{t.band, t.column_tiles};
+    return chosen(t);
   };
   // The values stored for contractions to read are the search's to loop (rows in tasks
   // of a band it prices, a knob), as for the pointwise Funcs it stores itself.

@@ -173,6 +173,15 @@ TEST(KilnAutoscheduleCommand, AModelsScheduleFileHoldsItsContractionsSizes) {
     EXPECT_NE(std::string(e.what()).find("'tiles' is not a contraction's size"), std::string::npos) << e.what();
   }
   try {
+    // Attention's P @ V: V is a view of the QKV projection, which only packing can read.
+    run(R"({"matmul_tasks": {"matmul_acc#2": {"band": 3, "column_tiles": 1, "pack_b": false}}})", &log);
+    ADD_FAILURE() << "b read in place through a view was accepted";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul_acc#2 reads b in place (\"pack_b\": false), but its b is not an input"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
     run(R"({"matmul_tasks": {"matmul_acc#99": {"band": 1, "column_tiles": 0}}})", &log);
     ADD_FAILURE() << "a matmul the model lacks was accepted";
   } catch (const kiln::Error& e) {

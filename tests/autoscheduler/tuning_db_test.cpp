@@ -217,16 +217,18 @@ TEST(TuningDb, TargetKeyIgnoresRuntimeOnlyFeatures) {
 }
 
 // A model's schedule file holds its matmuls' tasks as text (kiln autoschedule): a task per
-// batch element round-trips, and a text written before per-batch tasks existed reads as
-// tasks within the rules' loops.
+// batch element and b read in place round-trip, and a text written before either existed
+// reads as tasks within the rules' loops, b packed.
 TEST(TuningDb, ContractionSizesRoundTripAsText) {
   as::Knobs k;
   k.matmul_tasks["matmul_acc"] = {8, 2};
   k.matmul_tasks["matmul_acc#2"] = {11, 0, true};
+  k.matmul_tasks["matmul_acc#3"] = {4, 1, false, /*pack_b=*/false};
   k.conv_tiles["conv2d_acc"] = {2, 6};
   const std::string text = as::contraction_knobs_to_text(k);
   EXPECT_NE(text.find("\"per_batch\": true"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"pack_b\": false"), std::string::npos) << text;
   EXPECT_TRUE(as::contraction_knobs_from_text(text) == k) << text;
   const as::Knobs old = as::contraction_knobs_from_text(R"({"matmul_tasks": {"matmul_acc": {"band": 3, "column_tiles": 1}}})");
-  EXPECT_TRUE(old.matmul_tasks.at("matmul_acc") == (as::MatmulTasks{3, 1, false}));
+  EXPECT_TRUE(old.matmul_tasks.at("matmul_acc") == (as::MatmulTasks{3, 1, false, true}));
 }

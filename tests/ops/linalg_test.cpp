@@ -169,13 +169,19 @@ TEST(Matmul, EachRegisterTileAccumulatesOnTheStack) {
 
 // a @ b compiled under the rules and under Kiln: each lowered statement goes to `check`,
 // and each result is checked against the reference.
-void check_compiled_matmul(const Tensor& a, const Tensor& b, const std::function<void(const std::string&)>& check) {
-  Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; }, {a, b});
-  const Tensor want = get_op("matmul").reference({a, b}, {}, g.node(g.outputs()[0]).meta);
+// With `b_transposed`, the product is a @ b^T (b's last two dims swapped: a view).
+void check_compiled_matmul(const Tensor& a, const Tensor& b, const std::function<void(const std::string&)>& check,
+                           bool b_transposed = false) {
+  Graph g = trace(
+      [b_transposed](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{matmul(in[0], b_transposed ? transpose(in[1], -1, -2) : in[1])};
+      },
+      {a, b});
+  const Tensor want = interpret(g, {a, b}, InterpretMode::Reference)[0];
   for (const std::string scheduler : {"rules", "Kiln"}) {
     SCOPED_TRACE(scheduler);
     Kernel kernel(g, parse_target("host"), make_schedule_fn(scheduler, g, {a, b}));
-    check(kernel.lowered_stmt());
+    check(scheduler + "\n" + kernel.lowered_stmt());
     const Tensor got = kernel.run({a, b})[0];
     EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5)) << max_abs_diff(got, want);
   }
@@ -211,17 +217,43 @@ TEST(Matmul, ANarrowProductsTileIsNoWiderThanItsColumns) {
 
 // The right operand's packing runs in tasks of 32 KB at least: a panel of 16 columns
 // over a k of 64 is 4 KB, and 4 KB tasks cost more at the thread pool's lock than their
-// copy (attention's K and V). Here 8 heads of 32 columns over k 64: 16 panels, 2 tasks.
+// copy (attention's K and V). Here 8 heads of 32 columns over k 64, b transposed (which
+// Kiln packs too, to read its columns as vectors): 16 panels, 2 tasks.
 // (Planned for 16 cores, where 8 heads leave cores idle: on 2 Kiln packs each head's panels
 // in that head's task instead, KilnScheduler.AttentionRunsATaskPerHead...)
 TEST(Matmul, PackingRunsInTasksOfThirtyTwoKilobytes) {
   kiln::testing::ScopedEnv machine("KILN_MACHINE", std::string("cores=16"));
   const std::regex pack_loop(R"(halide_do_par_for\(\(halide_task_t\)\S*matmul_b_panel\S*, 0, (\d+),)");
-  check_compiled_matmul(rand({8, 48, 64}, 71, -1, 1), rand({8, 64, 32}, 72, -1, 1), [&](const std::string& stmt) {
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(stmt, m, pack_loop)) << stmt;
-    EXPECT_EQ(m[1].str(), "2") << m[0].str();
+  check_compiled_matmul(
+      rand({8, 48, 64}, 71, -1, 1), rand({8, 32, 64}, 72, -1, 1),
+      [&](const std::string& stmt) {
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(stmt, m, pack_loop)) << stmt;
+        EXPECT_EQ(m[1].str(), "2") << m[0].str();
+      },
+      /*b_transposed=*/true);
+}
+
+// Kiln reads an input b in place where it fits half of L2: packing it costs a pass over it
+// per call (15% of the apps/ MLP on 2 cores). A larger b, or a transposed one, is packed;
+// the rules always pack. Results match the reference either way.
+TEST(Matmul, KilnReadsASmallInputBInPlace) {
+  kiln::testing::ScopedEnv machine("KILN_MACHINE", std::string("cores=2,l2=2097152"));
+  const std::regex packed(R"(allocate matmul_b_panel)");
+  auto packs = [&](const std::string& stmt) { return std::regex_search(stmt, packed); };
+  auto is_rules = [](const std::string& stmt) { return stmt.rfind("rules\n", 0) == 0; };
+  // b: 256 x 512 floats, 512 KB.
+  check_compiled_matmul(rand({64, 256}, 91, -1, 1), rand({256, 512}, 92, -1, 1), [&](const std::string& stmt) {
+    EXPECT_EQ(packs(stmt), is_rules(stmt)) << stmt;
   });
+  // b: 1024 x 1024 floats, 4 MB.
+  check_compiled_matmul(rand({64, 1024}, 93, -1, 1), rand({1024, 1024}, 94, -1, 1), [&](const std::string& stmt) {
+    EXPECT_TRUE(packs(stmt)) << stmt;
+  });
+  // b transposed.
+  check_compiled_matmul(
+      rand({64, 256}, 95, -1, 1), rand({512, 256}, 96, -1, 1),
+      [&](const std::string& stmt) { EXPECT_TRUE(packs(stmt)) << stmt; }, /*b_transposed=*/true);
 }
 
 // A value stored for a contraction to read runs in parallel tasks of its rows, under the
