@@ -172,10 +172,10 @@ TEST(KilnScheduler, SmallBatchMatmulsGetTheirOwnTasks) {
 
 // Where the batch fills the cores, a batched matmul runs a task per batch element and
 // computes the batched values it reads in it (src/lower/batch_fusion.h). Attention's 8
-// heads on 2 cores: the probabilities (with their row max and sum), the scores and both
-// packed operands run in the output's 8 tasks, one parallel loop in all (compiled
-// attention on the 2-core Xeon: 0.413 to 0.325 ms). On 16 cores 8 heads would leave half
-// of them idle, and each stage keeps its own loop.
+// heads on 2 cores: the probabilities (with their row max and sum), the scores and the
+// packed K^T (V, an input, is read in place) run in the output's 8 tasks, one parallel
+// loop in all (compiled attention on the 2-core Xeon: 0.415 to 0.326 ms). On 16 cores 8
+// heads would leave half of them idle, and each stage keeps its own loop.
 TEST(KilnScheduler, AttentionRunsATaskPerHeadWhereTheHeadsFillTheCores) {
   const Shape qkv{1, 8, 64, 32};
   Tensor q = rand(qkv, 81, -1, 1), k = rand(qkv, 82, -1, 1), v = rand(qkv, 83, -1, 1);
