@@ -192,7 +192,10 @@ void* tracked_malloc(size_t bytes) {
 
 void tracked_free(void* ptr) {
   if (ptr == nullptr) return;
-  if (const size_t bytes = HostCache::get().live_size(ptr)) {
+  // Large blocks start on a huge page; a small block's data rarely does, so it is freed
+  // without the cache's lock (a compiled kernel's tasks free their scratch in parallel).
+  const bool maybe_large = reinterpret_cast<uintptr_t>(ptr) % kHugePage == 0;
+  if (const size_t bytes = maybe_large ? HostCache::get().live_size(ptr) : 0) {
     g_live.fetch_sub(int64_t(bytes), std::memory_order_relaxed);
     HostCache::get().deallocate(ptr, bytes);
     return;
