@@ -1,5 +1,7 @@
 #include "schedule_funcs.h"
 
+#include <cctype>
+
 #include "core/error.h"
 
 namespace kiln::kernels {
@@ -25,10 +27,42 @@ void ScheduleFuncs::missing(const std::string& what) const {
              ", which the generator's pipeline does not have (the algorithm changed?); its Funcs are: ", have);
 }
 
+namespace {
+
+// "out$2" -> "out": the name without the suffix Halide adds to a name already taken.
+std::string without_unique_suffix(const std::string& name) {
+  const size_t dollar = name.rfind('$');
+  if (dollar == std::string::npos || dollar + 1 == name.size()) return name;
+  for (size_t i = dollar + 1; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return name;
+  }
+  return name.substr(0, dollar);
+}
+
+}  // namespace
+
+const Halide::Internal::Function* ScheduleFuncs::find(const std::string& name) const {
+  auto exact = funcs_.find(name);
+  if (exact != funcs_.end()) return &exact->second;
+  std::vector<std::string> same;  // "out$1", "out$2": the Funcs that are `name` again
+  for (const auto& [n, f] : funcs_) {
+    if (without_unique_suffix(n) == name) same.push_back(n);
+  }
+  if (same.empty()) return nullptr;
+  if (same.size() > 1) {
+    std::string all;
+    for (const std::string& n : same) all += (all.empty() ? "" : ", ") + n;
+    user_error("schedule file ", file_, " for generator ", generator_, " schedules Func '", name,
+               "', and the generator's pipeline has several Funcs of that name: ", all,
+               "; build the generator in a process of its own");
+  }
+  return &funcs_.at(same.front());
+}
+
 Halide::Func ScheduleFuncs::get(const std::string& name) const {
-  auto it = funcs_.find(name);
-  if (it == funcs_.end()) missing("'" + name + "'");
-  return Halide::Func(it->second);
+  const Halide::Internal::Function* f = find(name);
+  if (!f) missing("'" + name + "'");
+  return Halide::Func(*f);
 }
 
 Halide::Func ScheduleFuncs::get_any(const std::vector<std::string>& names) const {

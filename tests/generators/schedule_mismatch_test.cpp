@@ -47,4 +47,17 @@ TEST(ScheduleFiles, UnknownNamesListWhatExists) {
   EXPECT_NE(msg.find("default"), std::string::npos) << msg;
 }
 
+TEST(ScheduleFiles, ASecondBuildInTheProcessTakesItsSchedule) {
+  // Halide names the second build's Funcs "out$1", "softmax_max$1", ...
+  kernels::DirectKernel first = kernels::build_direct(kernels::make_spec("softmax"));
+  kernels::DirectKernel second = kernels::build_direct(kernels::make_spec("softmax"));
+  ASSERT_NE(second.out.name(), "out") << "the test needs a Func whose name Halide made unique";
+  EXPECT_EQ(error_of([&] {
+              kernels::apply_manual_schedule("kiln_softmax", second.lowered.pipeline(), Halide::get_host_target());
+            }),
+            "");
+  kernels::ScheduleFuncs funcs(second.lowered.pipeline(), "kiln_softmax", "schedules/cpu/softmax.schedule.h");
+  EXPECT_EQ(funcs.get("out").name(), second.out.name());
+}
+
 }  // namespace
