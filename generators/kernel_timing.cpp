@@ -7,21 +7,28 @@
 
 namespace kiln::kernels {
 
-KernelTimer::KernelTimer(DirectKernel k, const Halide::Target& target)
-    : k_(std::move(k)), target_(target), pipeline_(k_.lowered.pipeline()) {
-  pipeline_.compile_jit(target_);
+KernelData::KernelData(const KernelSpec& spec) {
   uint64_t seed = 1;
-  for (const KernelInput& in : k_.spec.inputs) inputs_.push_back(rand(Shape(in.estimate), seed++, 0.5, 1.5, in.dtype));
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    k_.params[i].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(inputs_[i].buffer())));  // shares the data
+  for (const KernelInput& in : spec.inputs) inputs.push_back(rand(Shape(in.estimate), seed++, 0.5, 1.5, in.dtype));
+  // The output comes from kiln's allocator too: a malloc'd one lands on whatever 4 KB
+  // pages the kernel hands out, and on a 16-core Xeon whose L3 holds most of
+  // kiln_binary's 96 MB the same loops timed up to 10% apart between two processes.
+  const TensorMeta om = output_at_estimates(spec);
+  output = empty(om.shape, om.dtype);
+}
+
+KernelTimer::KernelTimer(DirectKernel k, const Halide::Target& target, std::shared_ptr<const KernelData> data)
+    : k_(std::move(k)),
+      target_(target),
+      pipeline_(k_.lowered.pipeline()),
+      data_(data ? std::move(data) : std::make_shared<const KernelData>(k_.spec)) {
+  KILN_CHECK(data_->inputs.size() == k_.params.size(), "KernelTimer: ", k_.spec.generator, " takes ", k_.params.size(),
+             " inputs; the data shared with it has ", data_->inputs.size());
+  pipeline_.compile_jit(target_);
+  for (size_t i = 0; i < data_->inputs.size(); ++i) {
+    k_.params[i].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(data_->inputs[i].buffer())));  // shares the data
   }
-  // The output comes from kiln's allocator too, as the inputs do: large blocks aligned
-  // to 2 MB and advised as huge pages. A malloc'd output lands on whatever 4 KB pages the
-  // kernel hands out, and on a 16-core Xeon whose L3 holds most of kiln_binary's 96 MB
-  // the same loops timed up to 10% apart between two processes.
-  const TensorMeta om = output_at_estimates(k_.spec);
-  output_ = empty(om.shape, om.dtype);
-  out_ = Halide::Buffer<>(Halide::Runtime::Buffer<>(output_.buffer()));
+  out_ = Halide::Buffer<>(Halide::Runtime::Buffer<>(data_->output.buffer()));
   run_once();
 }
 

@@ -86,15 +86,19 @@ void print_summary(const autoschedule::TuneResult& r, const std::string& path) {
               path.c_str());
 }
 
-// A candidate of a generator: its pipeline at the estimate sizes, on seeded random inputs.
+// A candidate of a generator: its pipeline at the estimate sizes, on seeded random inputs,
+// the same buffers for every candidate (where buffers lie moves a memory-bound kernel by
+// 10%, kernel_timing.h: with buffers of their own, kiln_binary's candidates were ranked by
+// their pages as much as by their loops).
 autoschedule::TuneResult tune_generator(const Args& a, const Halide::Target& target,
                                         const autoschedule::MachineModel& machine,
                                         const autoschedule::TuneOptions& options) {
   const kernels::KernelSpec spec = kernels::make_spec(a.generator.name, a.generator.params);
+  const auto data = std::make_shared<const kernels::KernelData>(spec);
   auto measure = [&](const autoschedule::Knobs& knobs, double seconds_left) {
     kernels::DirectKernel k = kernels::build_direct(spec);
     const autoschedule::SearchResult s = autoschedule::schedule_pipeline(k.lowered.pipeline(), target, machine, &knobs);
-    auto timer = std::make_shared<kernels::KernelTimer>(std::move(k), target);
+    auto timer = std::make_shared<kernels::KernelTimer>(std::move(k), target, data);
     const kernels::KernelTiming t = timer->time(a.reps, std::max(0.0, seconds_left));
     // The first pass takes the fastest run (on a machine shared with other work, the one
     // least disturbed by it); the finalists' rounds take medians, as bench-kernels reports.
