@@ -30,8 +30,9 @@ KernelTiming time_runs(const std::function<void()>& run_once, int reps, double m
 // memory from kiln's allocator (large blocks aligned to 2 MB and advised as huge pages).
 // Timers of one spec can share them, so that schedules compared against each other run
 // on the very same pages: where the data lies moves a memory-bound kernel as much as a
-// schedule does (on a 16-core Xeon, one process timed kiln_binary's one loop nest 0.375
-// to 0.425 ms on six sets of buffers, and six compiled copies of it on one set within 2%).
+// schedule does. On a 16-core Xeon, three processes each timed kiln_binary's one loop nest
+// on six sets of buffers, 5-13% apart (0.375 to 0.425 ms in one), and six compiled copies
+// of it on one set of buffers 2-5% apart.
 struct KernelData {
   explicit KernelData(const KernelSpec& spec);
   std::vector<Tensor> inputs;
