@@ -18,18 +18,23 @@ KernelData::KernelData(const KernelSpec& spec) {
 }
 
 KernelTimer::KernelTimer(DirectKernel k, const Halide::Target& target, std::shared_ptr<const KernelData> data)
-    : k_(std::move(k)),
-      target_(target),
-      pipeline_(k_.lowered.pipeline()),
-      data_(data ? std::move(data) : std::make_shared<const KernelData>(k_.spec)) {
-  KILN_CHECK(data_->inputs.size() == k_.params.size(), "KernelTimer: ", k_.spec.generator, " takes ", k_.params.size(),
-             " inputs; the data shared with it has ", data_->inputs.size());
+    : k_(std::move(k)), target_(target), pipeline_(k_.lowered.pipeline()) {
   pipeline_.compile_jit(target_);
+  bind(data ? std::move(data) : std::make_shared<const KernelData>(k_.spec));
+  run_once();
+}
+
+void KernelTimer::bind(std::shared_ptr<const KernelData> data) {
+  KILN_CHECK(data && data->inputs.size() == k_.params.size(), "KernelTimer: ", k_.spec.generator, " takes ",
+             k_.params.size(), " inputs; the data bound to it has ", data ? data->inputs.size() : 0);
+  data_ = std::move(data);
   for (size_t i = 0; i < data_->inputs.size(); ++i) {
     k_.params[i].set(Halide::Buffer<>(Halide::Runtime::Buffer<>(data_->inputs[i].buffer())));  // shares the data
   }
+  // The output's device copy holds results no one reads; dropping it with a live host
+  // allocation would otherwise be refused as losing data.
+  if (out_.defined() && out_.raw_buffer()->device) out_.device_free();
   out_ = Halide::Buffer<>(Halide::Runtime::Buffer<>(data_->output.buffer()));
-  run_once();
 }
 
 void KernelTimer::run_once() {

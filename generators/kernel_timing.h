@@ -48,6 +48,11 @@ class KernelTimer {
   // fills JIT caches). Timers that share data must not run at the same time.
   KernelTimer(DirectKernel k, const Halide::Target& target, std::shared_ptr<const KernelData> data = nullptr);
 
+  // Binds `data` (of the same spec) in place of the data bound now; the next run reads and
+  // writes it (on a GPU target, copying the inputs to the device first).
+  void bind(std::shared_ptr<const KernelData> data);
+  const std::shared_ptr<const KernelData>& data() const { return data_; }
+
   // time_runs of this kernel; on a GPU target each run includes the device
   // synchronization.
   KernelTiming time(int reps, double max_seconds, double warm_s = kWarmSeconds);

@@ -18,7 +18,8 @@ const Command kCommands[] = {
      "      run the benchmark workloads eager and compiled; one JSON object per line\n"},
     {"bench-kernels",
      "  bench-kernels [--filter REGEX] [--target host|host-cuda] [--schedules LIST] [--reps N]\n"
-     "                [--rounds N] [--processes N] [--timeout S] [--max-seconds S] [--db PATH]\n"
+     "                [--rounds N] [--processes N] [--buffer-sets N] [--timeout S] [--max-seconds S]\n"
+     "                [--db PATH]\n"
      "      time each kernel-library generator under each schedule (manual, default, Halide's\n"
      "      autoschedulers, Kiln's); a table on stderr, one JSON object per line on stdout\n"},
     {"models",

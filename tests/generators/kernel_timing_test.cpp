@@ -1,5 +1,6 @@
 // Timing a generator in-process (generators/kernel_timing.h): timers of one spec that
-// share their data run on the very same buffers, as kiln tune's candidates do.
+// share their data run on the very same buffers, as kiln tune's candidates do, and a timer
+// runs on the data bound to it last, as bench-kernels' rounds rotate sets of buffers.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -53,6 +54,19 @@ TEST(KernelTiming, TimersOfOneSpecRunOnTheSameBuffers) {
   poison(*data);
   rules.time(2, 0.0, 0.0);
   EXPECT_EQ(wrong_sums(*data), 0) << "timing the first kernel again did not run it on the shared buffers";
+}
+
+TEST(KernelTiming, ABoundDataSetIsTheOneTheNextRunUses) {
+  const KernelSpec spec = make_spec("binary", {{"op", "add"}});
+  const auto first = std::make_shared<const KernelData>(spec);
+  const auto second = std::make_shared<const KernelData>(spec);
+  KernelTimer timer(scheduled(spec, "default"), Halide::get_host_target(), first);
+  poison(*first);
+  poison(*second);
+  timer.bind(second);
+  timer.time(1, 0.0, 0.0);
+  EXPECT_EQ(wrong_sums(*second), 0) << "the run did not write the data bound last";
+  EXPECT_EQ(wrong_sums(*first), first->output.numel()) << "the run wrote the data bound before";
 }
 
 TEST(KernelTiming, DataOfAnotherSpecIsRefused) {
