@@ -4,7 +4,8 @@
 // the cost model's own choice) are then timed again in interleaved rounds, so that a
 // candidate that was lucky once, or a machine that slowed down between two candidates,
 // does not decide; the winner of those rounds becomes a tuning database entry, and a
-// runner-up replaces the cost model's choice only where it is faster by a margin. The loop
+// runner-up replaces the cost model's choice only where it is faster by a margin, widened by
+// how far apart a second copy of the cost model's choice ran in the same rounds. The loop
 // knows nothing of how a pipeline is built or timed, so `kiln tune` (kernel-library
 // generators and compiled models) and tests share it.
 #pragma once
@@ -28,6 +29,10 @@ struct TuneOptions {
   int finalists = 3;       // the first pass's fastest, timed again (with the cost model's choice)
   int rounds = 5;          // interleaved rounds of the finalists, while the budget lasts (one at least)
   double margin = 0.03;    // how much faster than the cost model's choice a runner-up must be
+  // The cost model's choice compiled a second time and timed in the rounds beside the
+  // finalists: how far apart two copies of one schedule run in this process (their code's
+  // addresses) is added to the margin.
+  bool control = true;
   std::ostream* progress = nullptr;  // a progress bar (stderr in `kiln tune`), or none
   const FixedFuncs* fixed = nullptr; // Funcs the throwaway has scheduled already (a compiled model's contractions)
   // A compiled model's: its database key, taken before its contractions were scheduled
@@ -60,6 +65,9 @@ struct TuneResult {
   std::vector<Measurement> measured;  // in the order tried: best predicted first
   int not_tried = 0;                  // candidates left when the budget ran out
   int rounds = 0;                     // interleaved rounds the finalists ran
+  double control_ms = 0;              // the control copy's median in the rounds (0: none)
+  double noise = 0;                   // its distance from the cost model's choice, a fraction of it
+  double margin = 0;                  // what a runner-up had to beat: TuneOptions::margin + noise
   int winner = -1;                    // index into measured
   double elapsed_s = 0;
   TuningEntry entry;                  // the winner, keyed for the database

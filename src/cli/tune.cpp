@@ -81,6 +81,12 @@ void print_summary(const autoschedule::TuneResult& r, const std::string& path) {
   }
   if (r.not_tried > 0) std::fprintf(stderr, "  (%d more candidates not tried: budget spent)\n", r.not_tried);
   if (r.rounds > 0) std::fprintf(stderr, "  (again: the finalists' median over %d interleaved rounds)\n", r.rounds);
+  if (r.control_ms > 0) {
+    std::fprintf(stderr,
+                 "  (the cost model's choice compiled again ran %.4g ms in the rounds, %.1f%% from the first copy: a "
+                 "runner-up must be %.1f%% faster)\n",
+                 r.control_ms, r.noise * 100, r.margin * 100);
+  }
   std::printf("%s: best %.4g ms measured (predicted %.4g ms) of %zu candidates in %.1f s; saved to %s\n",
               r.entry.generator.c_str(), r.entry.measured_ms, r.entry.predicted_ms, r.measured.size(), r.elapsed_s,
               path.c_str());

@@ -373,11 +373,14 @@ TEST(Tuning, PartialResultsAndCopiesAreNamedAfterTheirFunc) {
 }
 
 // A stand-in clock for the tuning loop on the CPU: each candidate's first time and the
-// time it gives when timed again, and a count of the compiled kernels alive.
+// time it gives when timed again (the cost model's choice compiled a second time, the
+// tuner's control, gives `control_again` where it is set), and a count of the compiled
+// kernels alive.
 struct FakeClock {
   std::vector<as::Candidate> candidates;
   std::vector<double> first, again;
-  std::vector<int> again_calls;
+  double control_again = 0;
+  std::vector<int> again_calls, compiles;
   std::shared_ptr<int> alive = std::make_shared<int>(0);
   int most_alive_in_rounds = 0;
 
@@ -386,13 +389,14 @@ struct FakeClock {
       size_t i = 0;
       while (i < candidates.size() && !(candidates[i].knobs == k)) ++i;
       EXPECT_LT(i, candidates.size()) << "tune timed knobs that are not a ranked candidate: " << k.str();
+      const bool control = compiles.at(i)++ > 0 && control_again > 0;
       // The "compiled kernel": alive while the loop keeps its `again`.
       std::shared_ptr<int> kernel(new int(0), [alive = alive](int* p) { --*alive, delete p; });
       ++*alive;
-      return as::Trial{first.at(i), "source " + std::to_string(i), [this, i, kernel] {
+      return as::Trial{first.at(i), "source " + std::to_string(i), [this, i, kernel, control] {
                          ++again_calls.at(i);
                          most_alive_in_rounds = std::max(most_alive_in_rounds, *alive);
-                         return again.at(i);
+                         return control ? control_again : again.at(i);
                        }};
     };
   }
@@ -404,12 +408,14 @@ FakeClock fake_clock(size_t n) {
   f.first.assign(f.candidates.size(), 5.0);
   f.again.assign(f.candidates.size(), 5.0);
   f.again_calls.assign(f.candidates.size(), 0);
+  f.compiles.assign(f.candidates.size(), 0);
   return f;
 }
 
 // The first pass's fastest are timed again in interleaved rounds, and the rounds decide: a
 // candidate that was lucky once loses to one that is fast every time; a candidate outside
-// the finalists is never timed again and its compiled kernel is let go.
+// the finalists is never timed again and its compiled kernel is let go. The cost model's
+// choice is compiled twice (the control) and both copies run every round.
 TEST(Tuning, TheFinalistsRoundsDecideNotOneLuckyRun) {
   FakeClock f = fake_clock(5);
   ASSERT_GE(f.candidates.size(), 5u);
@@ -425,9 +431,10 @@ TEST(Tuning, TheFinalistsRoundsDecideNotOneLuckyRun) {
   EXPECT_TRUE(r.entry.knobs == f.candidates[2].knobs) << r.entry.knobs.str();
   EXPECT_EQ(r.entry.measured_ms, 0.8);
   EXPECT_EQ(r.entry.schedule, "source 2");
-  EXPECT_EQ(f.again_calls, (std::vector<int>{o.rounds, o.rounds, o.rounds, 0, 0}));
+  EXPECT_EQ(f.again_calls, (std::vector<int>{2 * o.rounds, o.rounds, o.rounds, 0, 0}));
+  EXPECT_EQ(f.compiles, (std::vector<int>{2, 1, 1, 1, 1}));
   EXPECT_EQ(r.measured[1].confirmed_ms, 2.0);
-  EXPECT_LE(f.most_alive_in_rounds, 3) << "only the finalists keep their compiled kernels";
+  EXPECT_LE(f.most_alive_in_rounds, 4) << "only the finalists and the control keep their compiled kernels";
   EXPECT_EQ(*f.alive, 0) << "every compiled kernel is let go when tuning ends";
 }
 
@@ -442,7 +449,7 @@ TEST(Tuning, TheCostModelsChoiceStaysUnlessARunnerUpIsFasterByTheMargin) {
   o.candidates = 4;
   o.finalists = 1;
   const as::TuneResult r = as::tune(fresh("softmax"), "kiln_softmax", host(), machine(), o, f.measure());
-  EXPECT_EQ(f.again_calls, (std::vector<int>{o.rounds, o.rounds, 0, 0}));
+  EXPECT_EQ(f.again_calls, (std::vector<int>{2 * o.rounds, o.rounds, 0, 0}));
   EXPECT_EQ(r.winner, 0);
   EXPECT_TRUE(r.entry.knobs == f.candidates[0].knobs);
   EXPECT_EQ(r.entry.measured_ms, 1.0);
@@ -453,6 +460,41 @@ TEST(Tuning, TheCostModelsChoiceStaysUnlessARunnerUpIsFasterByTheMargin) {
   const as::TuneResult r2 = as::tune(fresh("softmax"), "kiln_softmax", host(), machine(), o, f.measure());
   EXPECT_EQ(r2.winner, 1);
   EXPECT_EQ(r2.entry.measured_ms, 0.9);
+}
+
+// The margin widens by how far apart the two copies of the cost model's choice ran: a
+// runner-up 5% faster is not enough where the copies ran 6% apart (3% + 6%); one 15%
+// faster is. Without a control the margin is the option's alone.
+TEST(Tuning, TheMarginWidensByHowFarApartTwoCopiesOfTheChoiceRan) {
+  as::TuneOptions o;
+  o.candidates = 2;
+  o.finalists = 1;
+  FakeClock f = fake_clock(2);
+  f.first = {1.0, 0.9};  // both finalists
+  f.again = {1.0, 0.95};
+  f.control_again = 1.06;
+  as::TuneResult r = as::tune(fresh("softmax"), "kiln_softmax", host(), machine(), o, f.measure());
+  EXPECT_EQ(r.control_ms, 1.06);
+  EXPECT_NEAR(r.noise, 0.06, 1e-9);
+  EXPECT_NEAR(r.margin, 0.09, 1e-9);
+  EXPECT_EQ(r.winner, 0) << "5% faster, within the two copies' 6% and the 3% margin";
+
+  f = fake_clock(2);
+  f.first = {1.0, 0.9};  // both finalists
+  f.again = {1.0, 0.85};
+  f.control_again = 1.06;
+  r = as::tune(fresh("softmax"), "kiln_softmax", host(), machine(), o, f.measure());
+  EXPECT_EQ(r.winner, 1) << "15% faster than the choice";
+
+  f = fake_clock(2);
+  f.first = {1.0, 0.9};  // both finalists
+  f.again = {1.0, 0.95};
+  f.control_again = 1.06;
+  o.control = false;
+  r = as::tune(fresh("softmax"), "kiln_softmax", host(), machine(), o, f.measure());
+  EXPECT_EQ(f.compiles, (std::vector<int>{1, 1}));
+  EXPECT_EQ(r.control_ms, 0);
+  EXPECT_EQ(r.winner, 1) << "without a control, 5% beats the 3% margin";
 }
 
 // Choices the GPU model scores alike (a DRAM-bound kernel's block shapes) take two
