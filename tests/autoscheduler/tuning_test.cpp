@@ -542,7 +542,7 @@ TEST(Tuning, PerLaneLibmLoopsOfferHalfTheVectorWidth) {
   const as::SearchResult r = as::schedule_pipeline(fresh("seed"), avx512, m);
   ASSERT_EQ(r.knobs.lanes.size(), 1u) << r.knobs.str();
   EXPECT_EQ(r.knobs.lanes.at("out"), 16);
-  EXPECT_NE(r.source.find("vectorize(i, 16"), std::string::npos) << r.source;
+  EXPECT_NE(r.source.find("split(d0, v, l, 16,"), std::string::npos) << r.source;
   bool half = false;
   for (const as::Alternative& a : r.alternatives) {
     if (a.change.lanes.count("out") && a.change.lanes.at("out") == 8) half = a.extra_s == 0;
@@ -558,8 +558,8 @@ TEST(Tuning, PerLaneLibmLoopsOfferHalfTheVectorWidth) {
   eight.lanes["out"] = 8;
   const as::SearchResult e = as::schedule_pipeline(fresh("seed"), avx512, m, &eight);
   EXPECT_TRUE(e.knobs == eight) << e.knobs.str();
-  EXPECT_NE(e.source.find("vectorize(i, 8"), std::string::npos) << e.source;
-  EXPECT_EQ(e.source.find("vectorize(i, 16"), std::string::npos) << e.source;
+  EXPECT_NE(e.source.find("split(d0, v, l, 8,"), std::string::npos) << e.source;
+  EXPECT_EQ(e.source.find("split(d0, v, l, 16,"), std::string::npos) << e.source;
 
   // Vector code only (softmax's exp is a polynomial), or a 256-bit target: no knob.
   EXPECT_TRUE(as::schedule_pipeline(fresh("softmax"), avx512, m).knobs.lanes.empty());
