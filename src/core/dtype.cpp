@@ -92,6 +92,13 @@ DType promote(DType a, DType b) {
   return rank(a) >= rank(b) ? a : b;
 }
 
+DType result_type(DType a, bool a_0d, DType b, bool b_0d) {
+  if (a_0d == b_0d) return promote(a, b);
+  auto category = [](DType t) { return t == DType::Bool ? 0 : is_float(t) ? 2 : 1; };
+  const DType dimensioned = a_0d ? b : a, zero_dim = a_0d ? a : b;
+  return category(zero_dim) > category(dimensioned) ? promote(dimensioned, zero_dim) : dimensioned;
+}
+
 uint16_t float_to_f16_bits(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);

@@ -21,6 +21,10 @@ DType from_halide_type(halide_type_t t);
 DType compute_dtype(DType t);
 // NumPy/PyTorch-style promotion for two tensor operands.
 DType promote(DType a, DType b);
+// PyTorch's result type of two operands, where 0-d tensors (`a_0d`, `b_0d`) count like
+// scalars: a dimensioned tensor's dtype wins unless the 0-d one is of a higher category
+// (bool < integer < floating point). f16[n] + f32[] is f16; i32[n] + f64[] is f64.
+DType result_type(DType a, bool a_0d, DType b, bool b_0d);
 
 // Host-side conversions for the 16-bit float storage types (round to nearest even).
 uint16_t float_to_f16_bits(float f);

@@ -173,7 +173,11 @@ std::vector<Halide::Expr> broadcast_index(const TensorMeta& in, const TensorMeta
 
 Halide::Type halide_type(DType t) { return Halide::Type(to_halide_type(t)); }
 
-Halide::Expr constant(Halide::Type t, double v) { return Halide::Internal::make_const(t, v); }
+Halide::Expr constant(Halide::Type t, double v) {
+  // A bool is true for any non-zero value (make_const would keep the lowest bit: -2 is false).
+  if (t.is_bool()) return Halide::Internal::make_const(t, int64_t(v != 0.0));
+  return Halide::Internal::make_const(t, v);
+}
 
 Halide::Expr to_compute(const Halide::Expr& e, DType storage) {
   DType c = compute_dtype(storage);

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/math/ieee.h"
 #include "ops/op.h"
 
 namespace kiln {
@@ -43,6 +44,11 @@ Tensor pointwise_reference(const std::vector<Tensor>& in, const TensorMeta& out,
 // well before 10, hence the clamp.
 Expr erf_any(Expr x) {
   return Halide::cast(x.type(), Halide::erf(Halide::clamp(Halide::cast<float>(x), -10.0f, 10.0f)));
+}
+
+// The dtype two operands compute in: PyTorch's result type, 0-d tensors as scalars.
+DType operand_type(const TensorMeta& a, const TensorMeta& b) {
+  return result_type(a.dtype, a.shape.rank() == 0, b.dtype, b.shape.rank() == 0);
 }
 
 void reject_bool(const std::string& op, DType t) {
@@ -124,7 +130,7 @@ const UnarySpec kUnary[] = {
     {"sin", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::sin(x); }, [](double x, const Attrs&) { return std::sin(x); }, true},
     {"cos", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::cos(x); }, [](double x, const Attrs&) { return std::cos(x); }, true},
     {"tan", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::tan(x); }, [](double x, const Attrs&) { return std::tan(x); }, true},
-    {"exp", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::exp(x); }, [](double x, const Attrs&) { return std::exp(x); }},
+    {"exp", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::exp(x); }, [](double x, const Attrs&) { return std::exp(x); }, true},
     {"log", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::log(x); }, [](double x, const Attrs&) { return std::log(x); }},
     {"sqrt", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::sqrt(x); }, [](double x, const Attrs&) { return std::sqrt(x); }, true},
     {"rsqrt", UnaryTypes::FloatResult,
@@ -132,7 +138,7 @@ const UnarySpec kUnary[] = {
      [](double x, const Attrs&) { return 1.0 / std::sqrt(x); }},
     {"tanh", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::tanh(x); }, [](double x, const Attrs&) { return std::tanh(x); }, true},
     {"sigmoid", UnaryTypes::FloatResult,
-     [](Expr x, const Attrs&) { return Halide::cast(x.type(), 1) / (Halide::cast(x.type(), 1) + Halide::exp(-x)); },
+     [](Expr x, const Attrs&) { return math::sigmoid(x); },
      [](double x, const Attrs&) { return 1.0 / (1.0 + std::exp(-x)); }},
     {"abs", UnaryTypes::SameAsInput,
      [](Expr x, const Attrs&) { return x.type().is_float() ? Halide::abs(x) : Halide::select(x < 0, -x, x); },
@@ -152,13 +158,13 @@ const UnarySpec kUnary[] = {
     {"round", UnaryTypes::SameAsInput, [](Expr x, const Attrs&) { return x.type().is_float() ? Halide::round(x) : x; },
      [](double x, const Attrs&) { return std::nearbyint(x); }},
     {"silu", UnaryTypes::FloatResult,
-     [](Expr x, const Attrs&) { return x / (Halide::cast(x.type(), 1) + Halide::exp(-x)); },
+     [](Expr x, const Attrs&) { return x / (Halide::cast(x.type(), 1) + math::exp(-x)); },
      [](double x, const Attrs&) { return x / (1.0 + std::exp(-x)); }},
     // PyTorch's softplus with beta=1, threshold=20: linear above the threshold.
     {"softplus", UnaryTypes::FloatResult,
      [](Expr x, const Attrs&) {
        Expr one = Halide::cast(x.type(), 1);
-       return Halide::select(x > Halide::cast(x.type(), 20), x, Halide::log(one + Halide::exp(Halide::min(x, Halide::cast(x.type(), 20)))));
+       return Halide::select(x > Halide::cast(x.type(), 20), x, math::log1p(math::exp(Halide::min(x, Halide::cast(x.type(), 20)))));
      },
      [](double x, const Attrs&) { return x > 20 ? x : std::log1p(std::exp(x)); }},
     // gelu(approximate="none"|"tanh")
@@ -289,8 +295,9 @@ const BinarySpec kBinary[] = {
     {"add", true, false, false, [](Expr a, Expr b) { return a + b; }, [](double a, double b) { return a + b; }},
     {"sub", true, false, false, [](Expr a, Expr b) { return a - b; }, [](double a, double b) { return a - b; }},
     {"mul", true, false, false, [](Expr a, Expr b) { return a * b; }, [](double a, double b) { return a * b; }},
-    {"div", true, true, false, [](Expr a, Expr b) { return a / b; }, [](double a, double b) { return a / b; }},
-    {"pow", true, false, false, [](Expr a, Expr b) { return Halide::pow(a, b); },
+    {"div", true, true, false, [](Expr a, Expr b) { return a.type().is_float() ? math::divide(a, b) : a / b; },
+     [](double a, double b) { return a / b; }},
+    {"pow", true, false, false, [](Expr a, Expr b) { return math::pow(a, b); },
      [](double a, double b) { return std::pow(a, b); }},
     {"maximum", false, false, false, nan_max, ref_max},
     {"minimum", false, false, false, nan_min, ref_min},
@@ -306,7 +313,7 @@ OpDef binary_op(const BinarySpec& s) {
       reject_bool(s.name, in[0].dtype);
       reject_bool(s.name, in[1].dtype);
     }
-    DType t = promote(in[0].dtype, in[1].dtype);
+    DType t = operand_type(in[0], in[1]);
     if (s.true_divide && !is_float(t)) t = DType::F32;
     if (s.bool_result) t = DType::Bool;
     return TensorMeta{t, broadcast_shapes(in[0].shape, in[1].shape, s.name)};
@@ -316,12 +323,18 @@ OpDef binary_op(const BinarySpec& s) {
     DType out = c.output.dtype;
     // Integer pow runs in f64 (Halide's pow is float-only); exact below 2^53.
     DType ct = (std::string(s.name) == "pow" && !is_float(out)) ? DType::F64 : compute_dtype(out);
-    if (s.bool_result) ct = compute_dtype(promote(c.inputs[0].dtype, c.inputs[1].dtype));
+    if (s.bool_result) ct = compute_dtype(operand_type(c.inputs[0], c.inputs[1]));
     Halide::Type ht = algo::halide_type(ct);
     Expr a = Halide::cast(ht, in[0](algo::broadcast_index(c.inputs[0], c.output, v)));
     Expr b = Halide::cast(ht, in[1](algo::broadcast_index(c.inputs[1], c.output, v)));
+    Expr y = s.algorithm(a, b);
+    // IEEE arithmetic: Halide's simplifier treats floats as reals, folding x * 0, x - x,
+    // x / x and 0 / x to constants (wrong for inf and NaN) and a division by the constant
+    // 0 to an undefined value. Strict ops keep each operation as written; they cost only
+    // fused multiply-adds across op boundaries.
+    if (ht.is_float() && s.arithmetic && !s.bool_result) y = Halide::strict_float(y);
     Func f(s.name);
-    f(v) = algo::to_storage(s.algorithm(a, b), out);
+    f(v) = algo::to_storage(y, out);
     return f;
   };
   d.reference = [s](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
@@ -343,7 +356,7 @@ OpDef where_op() {
                  in[0].str());
     }
     Shape s = broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape, "where"), in[2].shape, "where");
-    return TensorMeta{promote(in[1].dtype, in[2].dtype), s};
+    return TensorMeta{operand_type(in[1], in[2]), s};
   };
   d.algorithm = [](const std::vector<Func>& in, const OpCall& c) {
     auto v = algo::exprs(algo::vars(c.output.shape.rank()));

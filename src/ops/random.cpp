@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/math/ieee.h"
 #include "ops/op.h"
 
 namespace kiln {
@@ -41,12 +42,6 @@ Expr hashed_uniform(uint64_t seed, const Expr& index) {
   return Halide::cast<double>(h >> 11) * algo::constant(Halide::Float(64), 1.0 / 9007199254740992.0);
 }
 
-// log(1 + x) without cancellation for small x (Halide has no log1p).
-Expr log1p(const Expr& x) {
-  Expr one = algo::constant(x.type(), 1.0);
-  Expr u = one + x;
-  return Halide::select(u == one, x, Halide::log(u) * x / (u - one));
-}
 
 double reference_uniform(uint64_t seed, uint64_t index) {
   uint64_t h = splitmix64(splitmix64(seed) ^ (index * kIndexMul));
@@ -113,7 +108,7 @@ std::vector<OpDef> random_ops() {
       [](uint64_t seed, const Expr& i, const Attrs& a) {
         Halide::Type t = Halide::Float(64);
         Expr u1 = hashed_uniform(seed, i * u64(2)), u2 = hashed_uniform(seed, i * u64(2) + u64(1));
-        Expr z = Halide::sqrt(algo::constant(t, -2.0) * log1p(-u1)) * Halide::cos(algo::constant(t, 2.0 * M_PI) * u2);
+        Expr z = Halide::sqrt(algo::constant(t, -2.0) * math::log1p(-u1)) * Halide::cos(algo::constant(t, 2.0 * M_PI) * u2);
         return algo::constant(t, a.get_double("mean")) + algo::constant(t, a.get_double("std")) * z;
       },
       [](uint64_t seed, int64_t i, const Attrs& a) {

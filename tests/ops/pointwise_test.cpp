@@ -262,3 +262,63 @@ TEST(Eager, KernelsAreCachedPerSignatureNotPerSize) {
 }
 
 }  // namespace
+
+namespace kiln {
+namespace {
+
+// Halide's simplifier treats floats as reals; kiln's arithmetic ops must not.
+TEST(BinaryOps, CompiledArithmeticIsIeeeForInfAndNaN) {
+  const double inf = INFINITY, nan = NAN;
+  const std::vector<double> v = {nan, inf, -inf, 0.0, -0.0, 1.0, -2.0};
+  Tensor x = from_vector(v, Shape({int64_t(v.size())}));
+  struct Case {
+    const char* name;
+    Tensor (*fn)(const Tensor&);
+    double (*want)(double);
+  };
+  const Case cases[] = {
+      {"x * 0", [](const Tensor& t) { return t * 0.0; }, [](double a) { return a * 0.0; }},
+      {"x - x", [](const Tensor& t) { return t - t; }, [](double a) { return a - a; }},
+      {"x / x", [](const Tensor& t) { return t / t; }, [](double a) { return a / a; }},
+      {"0 / x", [](const Tensor& t) { return 0.0 / t; }, [](double a) { return 0.0 / a; }},
+      {"x + 0 * x", [](const Tensor& t) { return t + 0.0 * t; }, [](double a) { return a + 0.0 * a; }},
+      {"x / 0 + 1", [](const Tensor& t) { return t / 0.0 + 1.0; }, [](double a) { return a / 0.0 + 1.0; }},
+      {"x / -0 ", [](const Tensor& t) { return t / -0.0; }, [](double a) { return a / -0.0; }},
+  };
+  for (const Case& c : cases) {
+    auto f = compile([&c](const Tensor& t) { return c.fn(t); });
+    for (int call = 0; call < 2; ++call) {
+      std::vector<double> got = f(x).to_doubles(), eager = c.fn(x).to_doubles();
+      for (size_t i = 0; i < v.size(); ++i) {
+        const double want = c.want(v[i]);
+        for (double g : {got[i], eager[i]}) {
+          if (std::isnan(want)) EXPECT_TRUE(std::isnan(g)) << c.name << " at " << v[i] << ": " << g;
+          else EXPECT_EQ(g, want) << c.name << " at " << v[i];
+        }
+      }
+    }
+  }
+}
+
+TEST(BinaryOps, ZeroDimTensorsPromoteLikeScalars) {
+  // PyTorch: a 0-d operand decides the dtype only when of a higher category.
+  EXPECT_EQ((ones(Shape({3}), DType::F16) + scalar_tensor(1.0, DType::F32)).dtype(), DType::F16);
+  EXPECT_EQ((ones(Shape({3}), DType::I32) + scalar_tensor(1.5, DType::F64)).dtype(), DType::F64);
+  EXPECT_EQ((ones(Shape({3}), DType::I32) + scalar_tensor(2.0, DType::I64)).dtype(), DType::I32);
+  EXPECT_EQ((scalar_tensor(1.0, DType::F16) + scalar_tensor(1.0, DType::F32)).dtype(), DType::F32);
+  EXPECT_EQ(where(gt(ones(Shape({2})), 0.0), ones(Shape({2}), DType::BF16), scalar_tensor(0.0, DType::F64)).dtype(),
+            DType::BF16);
+  auto f = compile([](const Tensor& a, const Tensor& b) { return a * b; });
+  Tensor y = f(full(Shape({3}), 1.5, DType::F16), scalar_tensor(2.0, DType::F32));
+  EXPECT_EQ(y.dtype(), DType::F16);
+  EXPECT_EQ(y.to_doubles(), std::vector<double>({3.0, 3.0, 3.0}));
+}
+
+TEST(Pad, ABoolTensorPadsWithTheTruthOfTheValue) {
+  Tensor x = zeros(Shape({2}), DType::Bool);
+  EXPECT_EQ(pad(x, {1, 1}, -2.0).to_doubles(), std::vector<double>({1, 0, 0, 1}));
+  EXPECT_EQ(pad(x, {1, 0}, 0.0).to_doubles(), std::vector<double>({0, 0, 0}));
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,116 @@
+#include "ops/math/ieee.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ops/op.h"
+
+namespace kiln::math {
+
+using Halide::Expr;
+
+namespace {
+
+Expr constant(Halide::Type t, double v) { return algo::constant(t, v); }
+
+// The largest x with a finite exp(x), and the smallest with a non-zero one (denormals
+// included), per type.
+double overflow_threshold(Halide::Type t) { return t.bits() == 64 ? 709.782712893384 : 88.72283935546875; }
+double underflow_threshold(Halide::Type t) { return t.bits() == 64 ? -745.1332191019412 : -103.97208404541016; }
+
+Expr bits_of(const Expr& x) { return Halide::reinterpret(Halide::UInt(x.type().bits(), x.type().lanes()), x); }
+// v with its sign bit flipped where `flip` holds: a negation that survives the fast-math
+// flags, which let a plain -0.0 become +0.0.
+Expr flip_sign(const Expr& flip, const Expr& v) {
+  const Halide::Type u = Halide::UInt(v.type().bits(), v.type().lanes());
+  const Expr sign = Halide::Internal::make_const(u, uint64_t(1) << (v.type().bits() - 1));
+  return Halide::reinterpret(v.type(), Halide::reinterpret(u, v) ^ Halide::select(flip, sign, Halide::Internal::make_const(u, 0)));
+}
+
+Expr abs_bits(const Expr& x) {
+  const uint64_t mask = (uint64_t(1) << (x.type().bits() - 1)) - 1;
+  return bits_of(x) & Halide::Internal::make_const(bits_of(x).type(), mask);
+}
+Expr inf_bits(const Halide::Type& t) {
+  const uint64_t inf = t.bits() == 64 ? 0x7ff0000000000000ull : t.bits() == 32 ? 0x7f800000ull : t.is_bfloat() ? 0x7f80ull : 0x7c00ull;
+  return Halide::Internal::make_const(Halide::UInt(t.bits(), t.lanes()), inf);
+}
+
+}  // namespace
+
+Expr infinity(Halide::Type t) { return constant(t, std::numeric_limits<double>::infinity()); }
+Expr quiet_nan(Halide::Type t) { return constant(t, std::numeric_limits<double>::quiet_NaN()); }
+Expr is_inf(const Expr& x) { return abs_bits(x) == inf_bits(x.type()); }
+Expr is_finite(const Expr& x) { return abs_bits(x) < inf_bits(x.type()); }
+Expr sign_bit(const Expr& x) {
+  return Halide::reinterpret(Halide::Int(x.type().bits(), x.type().lanes()), x) < 0;
+}
+
+Expr exp(const Expr& x) {
+  const Halide::Type t = x.type();
+  Expr y = Halide::select(Halide::strict_float(x > constant(t, overflow_threshold(t))), infinity(t),
+                          Halide::strict_float(x < constant(t, underflow_threshold(t))), constant(t, 0),
+                          Halide::exp(x));
+  return algo::propagate_nan(x, y);
+}
+
+Expr log(const Expr& x) {
+  // Halide's log gives NaN below 0 and -inf at 0 already; +inf and NaN pass through.
+  return Halide::select(algo::is_nan(x) || algo::is_pos_inf(x), x, Halide::log(x));
+}
+
+Expr log1p(const Expr& x) {
+  const Expr one = constant(x.type(), 1.0);
+  // Strict: under the fast-math rules (1 + x) - 1 is x, and the correction vanishes.
+  const Expr u = Halide::strict_float(one + x);
+  const Expr corrected = Halide::strict_float(Halide::log(u) * x / (u - one));
+  return Halide::select(Halide::strict_float(u == one) || algo::is_pos_inf(x), x, corrected);
+}
+
+Expr divide(const Expr& a, const Expr& b) {
+  const Halide::Type t = b.type();
+  const Expr b_zero = b == constant(t, 0);  // folds where b is a constant
+  const Expr signed_inf = Halide::select(sign_bit(b), -infinity(t), infinity(t));
+  return Halide::select(b_zero, a * signed_inf, a / Halide::select(b_zero, constant(t, 1), b));
+}
+
+Expr sigmoid(const Expr& x) {
+  const Halide::Type t = x.type();
+  return constant(t, 1) / (constant(t, 1) + kiln::math::exp(-x));
+}
+
+Expr pow(const Expr& x, const Expr& y) {
+  const Halide::Type t = x.type();
+  const Expr one = constant(t, 1), zero = constant(t, 0), inf = infinity(t), nan = quiet_nan(t);
+  const Expr ax = Halide::abs(x), ay = Halide::abs(y);
+  // Every float at or above 2^mantissa is an even integer.
+  const double all_even = t.bits() == 64 ? 9007199254740992.0 : 16777216.0;
+  const Expr y_is_int = Halide::strict_float(Halide::floor(y) == y);
+  const Expr y_is_odd =
+      y_is_int && Halide::strict_float(ay < constant(t, all_even)) &&
+      Halide::strict_float(Halide::floor(y * constant(t, 0.5)) * constant(t, 2) != y);
+  const Expr x_negative = sign_bit(x);
+
+  // |x|^y for finite non-zero |x| and finite y, guarding Halide's polynomial against
+  // overflow and underflow (it wraps to 0 or a finite value there).
+  const Expr z = Halide::strict_float(y * Halide::log(ax));
+  Expr magnitude = Halide::select(Halide::strict_float(z > constant(t, overflow_threshold(t))), inf,
+                                  Halide::strict_float(z < constant(t, underflow_threshold(t))), zero,
+                                  Halide::pow(ax, y));
+  Expr r = Halide::select(x_negative && !y_is_int, nan, flip_sign(x_negative && y_is_odd, magnitude));
+  // A zero or infinite base: 0 or inf by the sign of y (swapped for inf), signed for odd y.
+  const Expr base_zero = abs_bits(x) == Halide::Internal::make_const(abs_bits(x).type(), 0);
+  const Expr big = base_zero == sign_bit(y);  // 0^-y and inf^+y are infinite
+  const Expr edge = Halide::select(big, inf, zero);
+  r = Halide::select(base_zero || kiln::math::is_inf(x), flip_sign(x_negative && y_is_odd, edge), r);
+  // An infinite exponent: 1 at |x| = 1; else 0 or inf as |x| < 1 and the sign of y say.
+  const Expr below_one = Halide::strict_float(ax < one);
+  const Expr ax_is_one = Halide::strict_float(ax == one);
+  r = Halide::select(kiln::math::is_inf(y), Halide::select(ax_is_one, one, below_one != sign_bit(y), zero, inf), r);
+  r = Halide::select(algo::is_nan(x) || algo::is_nan(y), nan, r);
+  const Expr y_zero = abs_bits(y) == Halide::Internal::make_const(abs_bits(y).type(), 0);
+  const Expr x_one = Halide::strict_float(x == one) && !algo::is_nan(x);
+  return Halide::select(y_zero || x_one, one, r);
+}
+
+}  // namespace kiln::math
