@@ -364,6 +364,14 @@ void schedule_gpu_matmul_accumulator(Func acc) {
 // variable is split into vectors of partial results (rfactor), so its body (an exp, a
 // square) runs vectorized, then the vector is reduced, its lanes in a tree. Skipped where
 // Halide cannot prove the update associative (NaN-propagating max and min).
+// The widest power of two up to `vw` that fits a static `extent` (0: dynamic, any width).
+int vector_width_within(int vw, int extent) {
+  if (extent <= 0 || extent >= vw) return vw;
+  int w = 1;
+  while (w * 2 <= extent) w *= 2;
+  return w;
+}
+
 void vectorize_row_reduction(Func acc, const Halide::Target& target) {
   std::vector<Halide::RVar> rvars = acc.rvars(0);
   if (rvars.empty() || acc.outputs() != 1) return;  // tuple reductions (argmax) stay serial
@@ -455,10 +463,14 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, 
     return;
   }
   Halide::Stage update = acc.update();
-  if (stage.pure_innermost && v.size() == 1) {
+  // Vectors no wider than a static innermost extent: Halide places a small constant-size
+  // accumulator on the stack, yet still marks its vector accesses aligned (a masked
+  // aligned load of a 1-column sum faulted).
+  const int innermost = stage.extents.empty() ? 0 : int(std::min<int64_t>(stage.extents[0], 1 << 20));
+  const int vw = vector_width_within(std::max(1, target.natural_vector_size(acc.types()[0])), innermost);
+  if (stage.pure_innermost && v.size() == 1 && vw > 1) {
     // A column reduction (sum over rows): tasks of contiguous columns, each walking the
     // reduction with the columns vectorized innermost.
-    const int vw = std::max(1, target.natural_vector_size(acc.type()));
     Var t("t"), i("i");
     acc.vectorize(v[0], vw, TailStrategy::GuardWithIf);
     std::vector<VarOrRVar> order = {i};
@@ -471,14 +483,14 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, 
   if (!v.empty()) {
     // Tasks split the outermost kept dim.
     acc.parallel(v.back());
-    if (stage.pure_innermost && v.size() >= 2) {
+    if (stage.pure_innermost && v.size() >= 2 && vw > 1) {
       // for rows: for k: for columns (vectorized): acc(col, row) += a(k, row) * b(col, k)
       std::vector<VarOrRVar> order = {v[0]};
       for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
       for (size_t j = 1; j < v.size(); ++j) order.push_back(v[j]);
       update.reorder(order);
-      update.vectorize(v[0], std::max(1, target.natural_vector_size(acc.type())), TailStrategy::GuardWithIf);
-      acc.vectorize(v[0], std::max(1, target.natural_vector_size(acc.type())), TailStrategy::GuardWithIf);
+      update.vectorize(v[0], vw, TailStrategy::GuardWithIf);
+      acc.vectorize(v[0], vw, TailStrategy::GuardWithIf);
     }
     update.parallel(v.back());
     if (!stage.pure_innermost) vectorize_row_reduction(acc, target);

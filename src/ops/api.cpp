@@ -165,9 +165,14 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction
   } else {
     for (int64_t a : axes) n *= x.shape()[normalize_axis(a, x.rank(), "var")].size;
   }
-  Tensor centered = x - mean(x, axes, /*keepdim=*/true);
+  // In a wider type, as PyTorch's accumulation type: squares of f32 values beyond ~1e19
+  // overflow f32 while the variance itself fits.
+  const DType wide = x.dtype() == DType::F32 ? DType::F64 : compute_dtype(x.dtype());
+  const Tensor xw = wide == x.dtype() ? x : cast(x, wide);
+  Tensor centered = xw - mean(xw, axes, /*keepdim=*/true);
   // n <= correction gives inf/NaN, as in PyTorch.
-  return sum(centered * centered, axes, keepdim) / double(n - correction);
+  Tensor v = sum(centered * centered, axes, keepdim) / double(n - correction);
+  return wide == x.dtype() ? v : cast(v, x.dtype());
 }
 
 Tensor std_dev(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction, bool keepdim) {
@@ -277,9 +282,11 @@ Tensor unsqueeze(const Tensor& x, int64_t axis) {
 Tensor squeeze(const Tensor& x, int64_t axis) {
   int a = normalize_axis(axis, x.rank(), "squeeze");
   const Dim& d = x.shape()[a];
-  if (!d.is_static() || d.size != 1) {
-    user_error("squeeze: axis ", axis, " of ", x.meta().str(), " has size ", d.str(), ", not 1");
+  if (!d.is_static()) {
+    user_error("squeeze: axis ", axis, " of ", x.meta().str(), " has a dynamic size ", d.str(),
+               "; squeeze only a dim known to be 1 (or reshape)");
   }
+  if (d.size != 1) return x;  // as PyTorch: squeezing a dim that is not 1 changes nothing
   std::vector<int64_t> shape = x.sizes();
   shape.erase(shape.begin() + a);
   return reshape(x, shape);
@@ -291,7 +298,21 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   return apply_op("concat", xs, {{"axis", axis}});
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return apply_op("matmul", {a, b}); }
+// A 1-D operand is a row (left) or a column (right) vector, dropped again from the result,
+// as torch.matmul: vector-matrix, matrix-vector and the dot product of two vectors.
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (a.rank() == 1 || b.rank() == 1) {
+    if (a.rank() == 0 || b.rank() == 0) {
+      user_error("matmul: both operands need at least one dim, got ", a.meta().str(), " and ", b.meta().str(),
+                 "; multiply by a 0-d tensor with mul");
+    }
+    Tensor r = apply_op("matmul", {a.rank() == 1 ? unsqueeze(a, 0) : a, b.rank() == 1 ? unsqueeze(b, 1) : b});
+    if (b.rank() == 1) r = squeeze(r, -1);
+    if (a.rank() == 1) r = squeeze(r, b.rank() == 1 ? -1 : -2);
+    return r;
+  }
+  return apply_op("matmul", {a, b});
+}
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (weight.rank() != 2) user_error("linear: weight must be [out_features, in_features], got ", weight.meta().str());

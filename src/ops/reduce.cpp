@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "ops/math/ieee.h"
 #include "ops/op.h"
 
 namespace kiln {
@@ -49,8 +50,9 @@ TensorMeta infer_reduction(const std::string& op, Reducer r, const TensorMeta& i
   std::vector<Dim> out;
   for (int i = 0; i < in.shape.rank(); ++i) {
     bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
-    bool has_identity = r == Reducer::Sum || r == Reducer::Prod;
-    if (reduced && !has_identity && in.shape[i].is_static() && in.shape[i].size == 0) {
+    // Sum and prod of nothing are their identities, a mean of nothing is NaN (PyTorch).
+    bool defined_when_empty = r == Reducer::Sum || r == Reducer::Prod || r == Reducer::Mean;
+    if (reduced && !defined_when_empty && in.shape[i].is_static() && in.shape[i].size == 0) {
       user_error(op, ": cannot reduce over axis ", i, " of ", in.str(),
                  ": it is empty and ", op, " has no identity");
     }
@@ -114,17 +116,30 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
 
   bool extremum = r == Reducer::Max || r == Reducer::Min;
   DType acc_dtype = extremum ? compute_dtype(im.dtype) : compute_dtype(c.output.dtype);
+  // f32 sums and products accumulate in f64, as PyTorch's CPU accumulation type does: an
+  // f32 accumulator's error grows with the count (the mean of 1e6 values was 0.8% off).
+  if (!extremum && acc_dtype == DType::F32) acc_dtype = DType::F64;
   Halide::Type at = algo::halide_type(acc_dtype);
   Func out(op);
   if (ranges.empty()) {  // nothing to reduce (a 0-d input)
     out(vo) = algo::to_storage(Halide::cast(at, in[0]()), c.output.dtype);
     return out;
   }
+  // A reduction over an empty dim is its identity (a mean's is NaN) with no loop to
+  // schedule: a schedule's tasks over an empty reduction were left uninitialized.
+  for (int axis : axes) {
+    if (im.shape[axis].is_static() && im.shape[axis].size == 0) {
+      const double identity = r == Reducer::Prod ? 1.0 : r == Reducer::Mean ? std::nan("") : 0.0;
+      out(vo) = algo::to_storage(algo::constant(at, identity), c.output.dtype);
+      return out;
+    }
+  }
   Halide::RDom rdom(ranges, op + "_r");
   // The accumulator has the kept dims only (keepdim's size-1 dims are added back by `out`),
   // so a schedule sees the dims it can parallelize and vectorize.
   std::vector<Expr> idx, out_kept;
   std::vector<Halide::Var> kept;
+  std::vector<int64_t> kept_extents;  // static sizes (0: dynamic), innermost first
   int next_rvar = 0, next_out = 0;
   for (int j = 0; j < ri; ++j) {
     int axis = ri - 1 - j;
@@ -135,6 +150,7 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
     } else {
       Halide::Var k("k" + std::to_string(kept.size()));
       kept.push_back(k);
+      kept_extents.push_back(im.shape[axis].is_static() ? im.shape[axis].size : 0);
       idx.push_back(k);
       out_kept.push_back(vo[size_t(next_out++)]);
     }
@@ -158,9 +174,9 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
     acc(kept) = Halide::cast(at, 0);
     acc(kept) += x;
   }
-  c.stages->push_back({acc, /*pure_innermost=*/innermost_kept});
+  c.stages->push_back({acc, /*pure_innermost=*/innermost_kept, /*serial=*/false, kept_extents});
   Expr result = extremum && at.is_float() ? from_ordered_key(acc(out_kept), at, is_max) : acc(out_kept);
-  if (r == Reducer::Mean) result = result / Halide::cast(at, count);
+  if (r == Reducer::Mean) result = math::divide(result, Halide::cast(at, count));  // empty: NaN
   out(vo) = algo::to_storage(result, c.output.dtype);
   return out;
 }
@@ -263,7 +279,9 @@ OpDef softmax_op(const std::string& name, bool log_form) {
     // e is a Func of its own, read by s and by softmax's output: the scheduler chooses
     // between computing each exp twice (inlined) and storing a row of them.
     Func e(name + "_exp");
-    e(v) = Halide::exp(x(v) - m(at0));
+    // IEEE throughout, as PyTorch: a NaN anywhere in a row, or an infinite max (inf - inf),
+    // makes exp NaN and so the whole row NaN through the sum.
+    e(v) = math::exp(x(v) - m(at0));
     s(v) = Halide::cast(ct, 0);
     s(v) += e(with_dim(v, ax.hdim, r));
     c.stages->push_back({m});
@@ -272,7 +290,10 @@ OpDef softmax_op(const std::string& name, bool log_form) {
     // Each exp times the row's reciprocal sum, as PyTorch's CPU kernel computes it: a
     // vector division per element took a 1024 x 4096 softmax from 1.05 to 1.28 ms on a
     // 2-core AVX-512 VM (division issues far slower than multiplication).
-    Expr y = log_form ? x(v) - m(at0) - Halide::log(s(at0)) : e(v) * (Halide::cast(ct, 1) / s(at0));
+    // log_softmax subtracts the max first: reassociated as x - (m + log s), large logits
+    // lose log s entirely (1e8 + 1.39 == 1e8 in f32).
+    Expr y = log_form ? Halide::strict_float((x(v) - m(at0)) - math::log(s(at0)))
+                      : e(v) * (Halide::cast(ct, 1) / s(at0));
     out(v) = algo::to_storage(y, c.output.dtype);
     return out;
   };
@@ -338,14 +359,16 @@ OpDef normalize_op(const std::string& name, bool center) {
     sum1(outer) = Halide::cast(ct, 0);
     sum1(outer) += x(idx);
     sum2(outer) = Halide::cast(ct, 0);
-    Expr xc = center ? x(idx) - sum1(outer) / count : x(idx);
+    // Strict: with one normalized element Halide would fold x - x/1 to 0, where an
+    // infinite x must give NaN.
+    Expr xc = center ? Halide::strict_float(x(idx) - math::divide(sum1(outer), count)) : x(idx);
     sum2(outer) += xc * xc;  // two passes: no cancellation in the variance
     c.stages->push_back({sum1});
     c.stages->push_back({sum2});
     Func out(name);
-    Expr mean = center ? sum1(outer) / count : Halide::cast(ct, 0);
-    Expr inv = Halide::cast(ct, 1) / Halide::sqrt(sum2(outer) / count + algo::constant(ct, c.attrs.get_double("eps")));
-    out(v) = algo::to_storage((x(v) - mean) * inv, c.output.dtype);
+    Expr mean = center ? math::divide(sum1(outer), count) : Halide::cast(ct, 0);
+    Expr inv = Halide::cast(ct, 1) / Halide::sqrt(math::divide(sum2(outer), count) + algo::constant(ct, c.attrs.get_double("eps")));
+    out(v) = algo::to_storage(Halide::strict_float(x(v) - mean) * inv, c.output.dtype);
     return out;
   };
   d.reference = [name, center](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {

@@ -279,3 +279,80 @@ TEST(Reductions, FullReductionsOnTheGpu) {
 }
 
 }  // namespace
+
+// Regression tests of random-program findings: each was a crash or a wrong value.
+namespace kiln {
+namespace {
+
+TEST(Reductions, EagerOverEveryDimButATrailingSizeOneDim) {
+  // The rules vectorized the one column 16 wide into a stack buffer Halide then accessed
+  // as aligned: a fault, or a wrong sum.
+  EXPECT_EQ(sum(ones(Shape({3, 1})), {0}).to_doubles(), std::vector<double>({3.0}));
+  EXPECT_EQ(max(from_vector(std::vector<double>{1, 5, 2, 4, 3, 0}, Shape({2, 3, 1})), {0, 1}).to_doubles(),
+            std::vector<double>({5.0}));
+  EXPECT_EQ(mean(ones(Shape({5, 1})), {0}).to_doubles(), std::vector<double>({1.0}));
+  Tensor y = ones(Shape({4, 1})).requires_grad(), c = full(Shape({1, 1}), 2.0).requires_grad();
+  sum(y + c).backward();
+  EXPECT_EQ(c.grad().to_doubles(), std::vector<double>({4.0}));
+}
+
+TEST(Reductions, LongF32SumsAccumulateInF64) {
+  const int64_t n = 1 << 20;
+  Tensor x = rand(Shape({n}), 7);
+  double exact = 0;
+  for (double v : x.to_doubles()) exact += v;
+  exact /= double(n);
+  EXPECT_NEAR(mean(x).item(), exact, 1e-7 * exact);
+  EXPECT_NEAR(compile([](const Tensor& t) { return mean(t); })(x).item(), exact, 1e-7 * exact);
+}
+
+TEST(Reductions, MeanOverAnEmptyAxisIsNaN) {
+  Tensor x = ones(Shape({3, 0}));
+  EXPECT_TRUE(std::isnan(mean(x, {1}).to_doubles()[0]));
+  EXPECT_TRUE(std::isnan(compile([](const Tensor& t) { return mean(t, {1}); })(x).to_doubles()[2]));
+}
+
+TEST(Softmax, ARowWithNaNOrAnInfiniteMaxIsNaN) {
+  const double nan = NAN, inf = INFINITY;
+  Tensor x = from_vector(std::vector<double>{1, nan, 3, 4, 1, inf, 3, 4, -inf, -inf, -inf, -inf, 1, -inf, 3, 4}, Shape({4, 4}));
+  auto check = [](const Tensor& y, bool log_form) {
+    std::vector<double> v = y.to_doubles();
+    for (int i = 0; i < 12; ++i) EXPECT_TRUE(std::isnan(v[size_t(i)])) << "row " << i / 4 << " col " << i % 4;
+    EXPECT_NEAR(v[12], log_form ? std::log(0.0351190) : 0.0351190, 1e-5);
+    EXPECT_EQ(v[13], log_form ? -INFINITY : 0.0);
+  };
+  check(softmax(x), false);
+  check(log_softmax(x), true);
+  check(compile([](const Tensor& t) { return softmax(t); })(x), false);
+  check(compile([](const Tensor& t) { return log_softmax(t); })(x), true);
+}
+
+TEST(Softmax, LogSoftmaxIsShiftInvariantForLargeLogits) {
+  for (double m : {1e4, 1e7, 1e8, 1e30}) {
+    Tensor x = full(Shape({1, 4}), m);
+    for (double v : log_softmax(x).to_doubles()) EXPECT_NEAR(v, -std::log(4.0), 1e-6) << m;
+    for (double v : compile([](const Tensor& t) { return log_softmax(t); })(x).to_doubles())
+      EXPECT_NEAR(v, -std::log(4.0), 1e-6) << m;
+  }
+}
+
+TEST(Norms, LayerNormOverOneInfiniteElementIsNaN) {
+  Tensor x = from_vector(std::vector<double>{INFINITY, -INFINITY, 2.0}, Shape({3, 1}));
+  for (const Tensor& y : {layer_norm(x, {1}), compile([](const Tensor& t) { return layer_norm(t, {1}); })(x)}) {
+    std::vector<double> v = y.to_doubles();
+    EXPECT_TRUE(std::isnan(v[0]));
+    EXPECT_TRUE(std::isnan(v[1]));
+    EXPECT_EQ(v[2], 0.0);
+  }
+}
+
+TEST(Decompositions, VarOfLargeF32ValuesDoesNotOverflow) {
+  Tensor x = from_vector(std::vector<double>{1e19, -1e19, 3e19, 0}, Shape({4}));
+  const double want = 2.9166666666666666e38;  // sample variance, exact in double
+  EXPECT_NEAR(var(x).item(), want, 1e-6 * want);
+  EXPECT_NEAR(compile([](const Tensor& t) { return std_dev(t); })(x).item(), std::sqrt(want), 1e-6 * std::sqrt(want));
+  EXPECT_EQ(var(x).dtype(), DType::F32);
+}
+
+}  // namespace
+}  // namespace kiln
