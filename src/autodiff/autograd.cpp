@@ -116,8 +116,11 @@ void Tensor::backward(const Tensor& grad) const {
     for (size_t k = 0; k < m.node->inputs.size() && k < in_grads.size(); ++k) {
       const Tensor& in = m.node->inputs[k];
       if (!in_grads[k].defined() || !in.needs_grad()) continue;
-      auto [slot, fresh] = grads.emplace(in.impl(), in_grads[k]);
-      if (!fresh) slot->second = slot->second + in_grads[k];
+      // A gradient has its input's dtype, as in PyTorch: an f32 leaf multiplied by an f64
+      // tensor gets an f32 grad().
+      Tensor gk = in_grads[k].dtype() == in.dtype() ? in_grads[k] : cast(in_grads[k], in.dtype());
+      auto [slot, fresh] = grads.emplace(in.impl(), gk);
+      if (!fresh) slot->second = slot->second + gk;
     }
   }
 }

@@ -92,3 +92,27 @@ TEST(Autograd, ErrorsSayWhatIsWrong) {
 }
 
 }  // namespace
+
+namespace kiln {
+namespace {
+
+TEST(Autograd, AGradientHasItsInputsDtype) {
+  Tensor a = ones(Shape({2})).requires_grad();
+  sum(a * full(Shape({2}), 2.0, DType::F64)).backward();
+  ASSERT_EQ(a.grad().dtype(), DType::F32);
+  EXPECT_EQ(a.grad().to_doubles(), std::vector<double>({2.0, 2.0}));
+}
+
+TEST(Autograd, BackwardThroughACompiledFunctionWithOutputsOfTwoDtypes) {
+  auto f = compile([](const Tensor& x) { return std::vector<Tensor>{x * 3.0, cast(exp(x), DType::F64)}; });
+  Tensor x = from_vector(std::vector<double>{0.5, -1.0}, Shape({2})).requires_grad();
+  std::vector<Tensor> o = f(x);
+  (sum(o[0]) + 2.0 * sum(o[1])).backward();
+  ASSERT_EQ(x.grad().dtype(), DType::F32);
+  std::vector<double> g = x.grad().to_doubles();
+  EXPECT_NEAR(g[0], 3.0 + 2.0 * std::exp(0.5), 1e-5);
+  EXPECT_NEAR(g[1], 3.0 + 2.0 * std::exp(-1.0), 1e-5);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -293,3 +293,35 @@ TEST(Matmul, AStoredOperandRunsInTasksOfRows) {
 }
 
 }  // namespace
+
+namespace kiln {
+namespace {
+
+TEST(Matmul, OneDimensionalOperandsAreVectorsAsInTorch) {
+  Tensor v = from_vector(std::vector<double>{1, 2, 3}, Shape({3}));
+  Tensor m = from_vector(std::vector<double>{1, 0, 2, 1, 0, 3}, Shape({3, 2}));
+  Tensor mt = from_vector(std::vector<double>{1, 2, 0, 0, 1, 3}, Shape({2, 3}));
+  Tensor vm = matmul(v, m), mv = matmul(mt, v), dot = matmul(v, v);
+  EXPECT_EQ(vm.sizes(), std::vector<int64_t>({2}));
+  EXPECT_EQ(vm.to_doubles(), std::vector<double>({5, 11}));
+  EXPECT_EQ(mv.sizes(), std::vector<int64_t>({2}));
+  EXPECT_EQ(mv.to_doubles(), std::vector<double>({5, 11}));
+  EXPECT_EQ(dot.rank(), 0);
+  EXPECT_EQ(dot.item(), 14.0);
+  Tensor batched = matmul(v, ones(Shape({4, 3, 2})));
+  EXPECT_EQ(batched.sizes(), std::vector<int64_t>({4, 2}));
+  auto f = compile([](const Tensor& a, const Tensor& b) { return matmul(a, b); });
+  EXPECT_EQ(f(v, m).to_doubles(), vm.to_doubles());
+  Tensor w = from_vector(std::vector<double>{1, 1, 1, 0, 0, 2}, Shape({2, 3}));
+  EXPECT_EQ(linear(v, w, from_vector(std::vector<double>{10, 20}, Shape({2}))).to_doubles(), std::vector<double>({16, 26}));
+  EXPECT_THROW(matmul(scalar_tensor(2.0), v), Error);
+}
+
+TEST(ShapeOps, SqueezingADimThatIsNotOneChangesNothing) {
+  Tensor x = ones(Shape({2, 3}));
+  EXPECT_EQ(squeeze(x, 1).sizes(), std::vector<int64_t>({2, 3}));
+  EXPECT_EQ(squeeze(ones(Shape({2, 1})), 1).sizes(), std::vector<int64_t>({2}));
+}
+
+}  // namespace
+}  // namespace kiln
