@@ -12,6 +12,7 @@
 #include <iostream>
 #include <string>
 
+#include "common/args.h"
 #include "common/seed.h"
 #include "common/timing.h"
 #include "kiln.h"
@@ -36,10 +37,10 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) user_error(s, " needs a value");
       return argv[++i];
     };
-    if (s == "--n") a.n = std::stoll(value());
+    if (s == "--n") a.n = apps::integer_arg(s, value(), 1, (1ll << 31) - 1);
     else if (s == "--target") a.target = value();
     else if (s == "--dot") a.dot = value();
-    else if (s == "--reps") a.reps = std::stoi(value());
+    else if (s == "--reps") a.reps = int(apps::integer_arg(s, value(), 1, 1000000));
     else if (s == "--grad") a.grad = true;
     else if (s == "--help" || s == "-h") {
       std::cout << "usage: compute_expression [--n N] [--target host|host-cuda] [--dot FILE] [--reps R] [--grad]\n";
@@ -48,7 +49,6 @@ Args parse(int argc, char** argv) {
       user_error("unknown argument '", s, "'; try --help");
     }
   }
-  if (a.n < 1) user_error("--n must be at least 1");
   if (a.target != "host" && a.target != "host-cuda") {
     user_error("--target must be host or host-cuda, not '", a.target, "'");
   }

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 
+#include "common/args.h"
 #include "kiln.h"
 
 using namespace kiln;
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
     int64_t n = 64;
     for (int i = 1; i < argc; ++i) {
       std::string s = argv[i];
-      if (s == "--n" && i + 1 < argc) n = std::stoll(argv[++i]);
+      if (s == "--n" && i + 1 < argc) n = apps::integer_arg(s, argv[++i], 1, 1 << 26);
       else user_error("usage: custom_op [--n N]");
     }
     register_blur3();

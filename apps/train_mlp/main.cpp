@@ -10,6 +10,7 @@
 #include <iostream>
 #include <string>
 
+#include "common/args.h"
 #include "kiln.h"
 
 using namespace kiln;
@@ -31,10 +32,10 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) user_error(s, " needs a value");
       return argv[++i];
     };
-    if (s == "--steps") a.steps = std::stoi(value());
-    else if (s == "--hidden") a.hidden = std::stoll(value());
-    else if (s == "--points") a.points = std::stoll(value());
-    else if (s == "--lr") a.lr = std::stod(value());
+    if (s == "--steps") a.steps = int(apps::integer_arg(s, value(), 1, 10000000));
+    else if (s == "--hidden") a.hidden = apps::integer_arg(s, value(), 1, 1 << 20);
+    else if (s == "--points") a.points = apps::integer_arg(s, value(), 2, 1 << 26);
+    else if (s == "--lr") a.lr = apps::real_arg(s, value(), 0.0, 1e6);
     else if (s == "--help" || s == "-h") {
       std::cout << "usage: train_mlp [--steps N] [--hidden H] [--points P] [--lr LR]\n";
       std::exit(0);

@@ -48,6 +48,16 @@ Tensor generate(const Shape& shape, DType dtype, Fn value_at) {
 }  // namespace
 
 Tensor::Tensor(DType dtype, const std::vector<int64_t>& sizes) {
+  // Halide indexes buffers in 32 bits: refuse here rather than fail in every op later.
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    if (s < 0) user_error("a tensor cannot have a negative size: ", Shape(sizes).str());
+    n = s == 0 || n == 0 ? 0 : (n > (int64_t(1) << 31) / s ? int64_t(1) << 31 : n * s);
+  }
+  if (n >= (int64_t(1) << 31)) {
+    user_error("a tensor of shape ", Shape(sizes).str(), " has 2^31 elements or more; kiln's kernels index ",
+               "in 32 bits, so a tensor holds at most 2^31 - 1 elements: split it (split, slice) into parts");
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = {dtype, Shape(sizes)};
   impl->buffer = Halide::Runtime::Buffer<void>(to_halide_type(dtype), nullptr, halide_sizes(sizes));

@@ -107,3 +107,19 @@ TEST(Tensor, UndefinedTensorIsAnError) {
   EXPECT_THROW(t.shape(), Error);
   EXPECT_THROW(sin(t), Error);
 }
+
+namespace kiln {
+namespace {
+
+TEST(Tensor, TwoToThe31ElementsAreRefusedAtCreation) {
+  try {
+    empty(Shape({1 << 16, 1 << 15}));
+    FAIL() << "a tensor of 2^31 elements was created";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2^31 - 1 elements"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(empty(Shape({int64_t(1) << 40, int64_t(1) << 40})), Error);  // no overflow on the way
+}
+
+}  // namespace
+}  // namespace kiln
