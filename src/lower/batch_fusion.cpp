@@ -37,7 +37,19 @@ std::string computed_in(const Function& f) {
 // computed by its wrapper, acc.in(), or an epilogue host) and how the source names it.
 class Group {
  public:
-  Group(const autoschedule::PipelineInfo& info, const std::vector<int64_t>& batch) : info_(info), batch_(batch) {}
+  Group(const autoschedule::PipelineInfo& info, const Halide::Pipeline& pipeline, const std::vector<int64_t>& batch)
+      : info_(info), batch_(batch) {
+    // Every Func's callers as scheduled: wrappers (acc.in()) and packed panels included,
+    // which the analysis folds into the Funcs they wrap.
+    for (const Func& out : pipeline.outputs()) {
+      for (const auto& [name, f] : Halide::Internal::find_transitive_calls(out.function())) {
+        functions_.emplace(name, f);
+        for (const auto& [callee, g] : Halide::Internal::find_direct_calls(f)) {
+          if (callee != name) callers_[callee].insert(name);
+        }
+      }
+    }
+  }
 
   // The Func whose tasks take the group in: never one of its members.
   void set_host(const std::string& host) { seen_.insert(host); }
@@ -85,14 +97,28 @@ class Group {
   // Whether every caller of each member is in the group: a member, the host, or a Func
   // computed in one or inlined into one. Else `why`.
   bool closed(const std::string& host, const std::string& host_acc, std::string* why) const {
-    std::set<std::string> inside = within_;
+    // Inside: the host and the members. A Func inlined into a member is inside only if
+    // all its callers are (reached_only_from follows them): a product read by sin() in
+    // this group and by cos() in a backward matmul elsewhere must stay at root.
+    std::set<std::string> inside;
     inside.insert(host);
     inside.insert(host_acc);
     for (const auto& [name, m] : members_) inside.insert(name);
     for (const auto& [name, m] : members_) {
-      // A wrapper's callers are its accumulator's.
+      // What a member reads must be there in every task: stored at root, or in the group.
+      // (A value an earlier fusion moved into another matmul's tasks is not.)
+      std::string unavailable;
+      if (!reads_only_available(m.func.function(), inside, &unavailable)) {
+        *why = name + " reads " + unavailable + ", computed in another loop nest's tasks";
+        return false;
+      }
+      // A global wrapper (acc.in()) is applied as Halide lowers: its callers are still
+      // recorded as its accumulator's.
       const std::string& reads = m.acc.empty() ? name : m.acc;
-      for (const auto& [caller, calls] : info_.at(reads).callers) {
+      auto callers = callers_.find(reads);
+      if (callers == callers_.end()) continue;
+      for (const std::string& caller : callers->second) {
+        if (caller == name) continue;
         if (!reached_only_from(caller, inside)) {
           *why = caller + " reads " + reads + " outside the batch's tasks";
           return false;
@@ -174,22 +200,46 @@ class Group {
     return e.size() == skip + batch_.size() && std::equal(batch_.begin(), batch_.end(), e.begin() + long(skip));
   }
 
+  bool reads_only_available(const Function& f, const std::set<std::string>& inside, std::string* culprit) const {
+    for (const auto& [name, callee] : Halide::Internal::find_direct_calls(f)) {
+      if (name == f.name() || inside.count(name)) continue;
+      const std::string where = computed_in(callee);
+      if (where == "root" || inside.count(where)) continue;
+      // Computed per tile of a Func stored at root (an accumulator in its wrapper): there.
+      auto at = functions_.find(where);
+      if (at != functions_.end() && computed_in(at->second) == "root") continue;
+      if (where != "inlined") {
+        *culprit = name;
+        return false;
+      }
+      if (!reads_only_available(callee, inside, culprit)) return false;
+    }
+    return true;
+  }
+
   bool reached_only_from(const std::string& caller, const std::set<std::string>& inside) const {
     if (inside.count(caller)) return true;
-    auto it = info_.funcs.find(caller);
-    if (it == info_.funcs.end()) return false;
-    const std::string where = computed_in(it->second.function);
+    auto it = functions_.find(caller);
+    if (it == functions_.end()) return false;
+    const std::string where = computed_in(it->second);
     if (inside.count(where)) return true;
-    if (where != "inlined") return false;
-    for (const auto& [c, calls] : it->second.callers) {
+    // Computed in another Func's loops (a reduction's rfactor intermediate): inside where
+    // that Func is.
+    if (where == "root") return false;
+    if (where != "inlined") return reached_only_from(where, inside);
+    auto callers = callers_.find(caller);
+    if (callers == callers_.end() || callers->second.empty()) return false;
+    for (const std::string& c : callers->second) {
       if (!reached_only_from(c, inside)) return false;
     }
-    return !it->second.callers.empty();
+    return true;
   }
 
   const autoschedule::PipelineInfo& info_;
   std::vector<int64_t> batch_;
   std::map<std::string, Member> members_;
+  std::map<std::string, Function> functions_;
+  std::map<std::string, std::set<std::string>> callers_;
   std::set<std::string> within_, seen_;
 };
 
@@ -226,7 +276,7 @@ std::string apply_batch_fusion(const Halide::Pipeline& pipeline, const std::stri
     return "";
   }
   const std::vector<int64_t>& e = a->second.extents;  // n, m, batch...
-  Group group(info, std::vector<int64_t>(e.begin() + std::min<long>(2, long(e.size())), e.end()));
+  Group group(info, pipeline, std::vector<int64_t>(e.begin() + std::min<long>(2, long(e.size())), e.end()));
   group.set_host(host->name());
   group.visit_matmul(acc_f);
   if (group.empty()) {

@@ -309,3 +309,21 @@ TEST(KilnScheduler, IsTheDefault) {
 }
 
 }  // namespace
+
+namespace kiln {
+namespace {
+
+// The product of a@b is read by sin() in the forward's second matmul and by cos() in a
+// backward matmul: moving it into the first one's per-batch tasks left the other reading
+// a Func Halide then refused ("computed at an invalid location").
+TEST(KilnScheduler, BatchFusionKeepsAValueThatAnotherLoopNestReads) {
+  Tensor a = randn(Shape({2, 3, 5}), 1), b = randn(Shape({2, 5, 17}), 2), c = randn(Shape({2, 17, 33}), 3);
+  auto loss = [](const Tensor& a, const Tensor& b, const Tensor& c) { return sum(matmul(sin(matmul(a, b)), c)); };
+  std::vector<Tensor> want = grad(loss, {1, 2})({a, b, c});
+  std::vector<Tensor> got = compile(grad(loss, {1, 2}))({a, b, c});
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(allclose(got[i], want[i], 1e-4, 1e-4)) << max_abs_diff(got[i], want[i]);
+}
+
+}  // namespace
+}  // namespace kiln
