@@ -12,6 +12,12 @@ namespace {
 
 // A Func reading a concrete tensor (a constant captured while tracing).
 Halide::Func constant_func(const Node& n) {
+  if (n.meta.shape.numel() == 0) {
+    // Never read (every consumer is empty too); Halide cannot wrap an empty buffer.
+    Halide::Func f(n.name);
+    f(algo::vars(n.meta.shape.rank())) = algo::constant(algo::halide_type(n.meta.dtype), 0);
+    return f;
+  }
   Halide::Runtime::Buffer<> shared = n.constant.to_host().buffer();  // shares the allocation
   Halide::Buffer<> data(std::move(shared), n.name);
   Halide::Func f(n.name);

@@ -458,7 +458,15 @@ void attach_vjp_rules(std::vector<OpDef>& ops) {
   for (auto family : {pointwise_rules, reduce_rules, shape_rules, linalg_rules, index_rules, conv_rules})
     rules.merge(family());
   // Piecewise constant, integer-valued or random: the gradient is zero where defined.
-  static const std::set<std::string> zero = {"floor", "ceil", "round", "argmax", "one_hot", "arange",
+  // floor, ceil and round are differentiable with a zero gradient, as in PyTorch: their
+  // outputs need grad, and backward() reaches the input with zeros.
+  for (const char* name : {"floor", "ceil", "round"}) {
+    rules[name] = [](const VjpArgs& v) {
+      const Tensor& x = v.inputs[0];
+      return Grads{where(eq(x, x), zero_like_dtype(x), zero_like_dtype(x))};  // zeros shaped like x
+    };
+  }
+  static const std::set<std::string> zero = {"argmax", "one_hot", "arange",
                                              "uniform_like", "normal_like", "scalar",
                                              // bool outputs: comparisons and logic
                                              "eq", "ne", "lt", "le", "gt", "ge",

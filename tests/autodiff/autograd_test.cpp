@@ -116,3 +116,27 @@ TEST(Autograd, BackwardThroughACompiledFunctionWithOutputsOfTwoDtypes) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Autograd, FloorCeilRoundPassZerosBack) {
+  // As PyTorch: their outputs need grad, and the gradient is zero.
+  for (Tensor (*op)(const Tensor&) : {&floor, &ceil, &round}) {
+    Tensor x = from_vector(std::vector<double>{0.3, -1.7}, Shape({2}), DType::F64).requires_grad();
+    Tensor y = op(x);
+    ASSERT_TRUE(y.needs_grad());
+    sum(y * 3.0).backward();
+    EXPECT_EQ(x.grad().to_doubles(), std::vector<double>({0.0, 0.0}));
+  }
+}
+
+TEST(Autograd, CompiledGradientOfAnEmptyTensor) {
+  Tensor x = from_vector(std::vector<double>{}, Shape({0, 1})), w = rand(Shape({0, 1}), 1);
+  auto loss = [&w](const Tensor& t) { return sum(t * w); };
+  std::vector<Tensor> g = compile(grad(loss, {0}))({x});
+  EXPECT_EQ(g[0].sizes(), std::vector<int64_t>({0, 1}));
+}
+
+}  // namespace
+}  // namespace kiln
