@@ -329,11 +329,30 @@ struct GpuSearch {
     return chosen.first;
   }
 
+  // A CUDA grid holds at most 65535 blocks in y (2^31 - 1 in x): the block dim with more
+  // than that goes to x, or the launch fails (CUDA_ERROR_INVALID_VALUE; a depthwise
+  // convolution's 16 x 128 x 56 rows of blocks did). `first` is x otherwise. Halide maps
+  // the innermost block loop to x, so callers reorder the two loops as returned.
+  static std::vector<std::string> grid(const std::string& first, double first_count, const std::string& second,
+                                       double second_count) {
+    constexpr double kMaxGridY = 65535;
+    if (second_count > kMaxGridY && second_count > first_count) return {second, first};
+    return {first, second};
+  }
+
+  static double product(const std::vector<int64_t>& e, size_t from, size_t to = size_t(-1)) {
+    double p = 1;
+    for (size_t d = from; d < std::min(to, e.size()); ++d) p *= double(std::max<int64_t>(e[d], 1));
+    return p;
+  }
+
   // Loops of a pointwise stage over `vars`: e adjacent elements per thread (a vector),
   // tx x ty threads per block. Row tiles are the blocks' x dim (the larger count), column
   // tiles their y dim.
-  void pointwise_loops(StageWriter s, const std::vector<std::string>& vars, const GpuBlockTiling& t, bool vector,
-                       TailStrategy vector_tail) {
+  void pointwise_loops(StageWriter s, const std::vector<std::string>& vars, const std::vector<int64_t>& extents,
+                       const GpuBlockTiling& t, bool vector, TailStrategy vector_tail) {
+    const double column_blocks = std::ceil(product(extents, 0, 1) / double(std::max(1, t.tx * (vector ? t.e : 1))));
+    const double row_count = product(extents, 1);
     const std::string x = vars[0];
     std::string cx = x;
     if (vector && t.e > 1) {
@@ -356,10 +375,12 @@ struct GpuSearch {
     if (t.ty > 1) {
       s.split(rows, "by", "ty", t.ty, TailStrategy::GuardWithIf);
       for (const char* v : {"tx", "ty", "by", "bx"}) order.push_back(v);
-      s.reorder(order).gpu_threads({"tx", "ty"}).gpu_blocks({"by", "bx"});
+      const std::vector<std::string> g = grid("by", std::ceil(row_count / t.ty), "bx", column_blocks);
+      s.reorder(order).reorder(g).gpu_threads({"tx", "ty"}).gpu_blocks(g);
     } else {
       for (const std::string& v : {std::string("tx"), rows, std::string("bx")}) order.push_back(v);
-      s.reorder(order).gpu_threads({"tx"}).gpu_blocks({rows, "bx"});
+      const std::vector<std::string> g = grid(rows, row_count, "bx", column_blocks);
+      s.reorder(order).reorder(g).gpu_threads({"tx"}).gpu_blocks(g);
     }
   }
 
@@ -376,12 +397,12 @@ struct GpuSearch {
     GpuBlockTiling t = choose_pointwise(f, flops, output, &pr);
     if (output && t.e > 1) {
       // Vectors where every row starts on a multiple of them (128-bit loads and stores).
-      pointwise_loops(w.specialize_aligned(f.name, {t.e * t.tx}, t.e, inputs_read(f.name)), f.vars, t, true,
+      pointwise_loops(w.specialize_aligned(f.name, {t.e * t.tx}, t.e, inputs_read(f.name)), f.vars, f.extents, t, true,
                       TailStrategy::RoundUp);
     }
     GpuBlockTiling scalar = t;
     scalar.e = 1;
-    pointwise_loops(w.stage(f.name), f.vars, scalar, false, TailStrategy::GuardWithIf);
+    pointwise_loops(w.stage(f.name), f.vars, f.extents, scalar, false, TailStrategy::GuardWithIf);
     result.predicted_s += pr.total_s;
     std::ostringstream o;
     o << f.name << ": blocks of " << t.tx << " x " << t.ty << " threads, " << t.e
@@ -431,7 +452,8 @@ struct GpuSearch {
   // r x c points per thread (c adjacent columns as a vector), tx x ty threads per block.
   // Edge tiles are shifted inwards, so every thread's tile is whole: that needs the
   // host to be at least one tile, which `whole` says (else edges are guarded).
-  void contraction_loops(StageWriter s, const std::vector<std::string>& vars, const GpuTiling& t, bool whole) {
+  void contraction_loops(StageWriter s, const std::vector<std::string>& vars, const std::vector<int64_t>& extents,
+                         const GpuTiling& t, bool whole) {
     const TailStrategy tail = whole ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
     s.split(vars[0], "no", "nv", t.cols, tail).split(vars[1], "mo", "mr", t.rows, tail);
     s.split("no", "nb", "nt", t.tx, TailStrategy::GuardWithIf).split("mo", "mb", "mt", t.ty, TailStrategy::GuardWithIf);
@@ -444,7 +466,10 @@ struct GpuSearch {
       s.fuse(blocks, vars[d], fused);
       blocks = fused;
     }
-    s.gpu_threads({"nt", "mt"}).gpu_blocks({"nb", blocks});
+    const double column_blocks = std::ceil(product(extents, 0, 1) / double(std::max(1, t.cols * t.tx)));
+    const double row_blocks = std::ceil(product(extents, 1, 2) / double(std::max(1, t.rows * t.ty))) * product(extents, 2);
+    const std::vector<std::string> g = grid("nb", column_blocks, blocks, row_blocks);
+    s.reorder(g).gpu_threads({"nt", "mt"}).gpu_blocks(g);
     if (whole) s.vectorize("nv").unroll("mr");
   }
 
@@ -529,12 +554,12 @@ struct GpuSearch {
     // same loops where a row may start anywhere), whole tiles, and outputs smaller
     // than one tile.
     if (t.cols > 1) {
-      contraction_loops(w.specialize_aligned(h.name, {t.cols, t.rows}, t.cols, inputs_read(r.name)), h.vars, t, true);
+      contraction_loops(w.specialize_aligned(h.name, {t.cols, t.rows}, t.cols, inputs_read(r.name)), h.vars, h.extents, t, true);
     }
-    contraction_loops(w.specialize_min_extents(h.name, {t.cols, t.rows}), h.vars, t, true);
+    contraction_loops(w.specialize_min_extents(h.name, {t.cols, t.rows}), h.vars, h.extents, t, true);
     GpuTiling one = t;
     one.rows = one.cols = 1;
-    contraction_loops(w.stage(h.name), h.vars, one, false);
+    contraction_loops(w.stage(h.name), h.vars, h.extents, one, false);
     contraction_per_thread(w, r, h.name, t, true, pr);
   }
 
@@ -544,7 +569,7 @@ struct GpuSearch {
     const bool whole = r.extents[0] >= t.cols && r.extents[1] >= t.rows;
     const std::string copy = w.wrap(r.name);
     w.compute_root(copy);
-    contraction_loops(w.stage(copy), r.vars, t, whole);
+    contraction_loops(w.stage(copy), r.vars, r.extents, t, whole);
     contraction_per_thread(w, r, copy, t, whole, pr);
   }
 
@@ -629,8 +654,8 @@ struct GpuSearch {
         outer += "_" + f.vars[d];
       }
     }
-    if (!outer.empty()) blocks.push_back(outer);
-    s.gpu_threads({"bi"}).gpu_blocks(blocks);
+    if (!outer.empty()) blocks = grid("bo", std::ceil(product(f.extents, rd, rd + 1) / rows), outer, product(f.extents, rd + 1));
+    s.reorder(blocks).gpu_threads({"bi"}).gpu_blocks(blocks);
   }
 
   // The partial results of `f`'s rows, computed per block of `host` ("bo"): threads x
@@ -741,8 +766,8 @@ struct GpuSearch {
       }
     }
     std::vector<std::string> blocks = {"bo"};
-    if (!outer.empty()) blocks.push_back(outer);
-    s.gpu_threads({"xi", "bi"}).gpu_blocks(blocks);
+    if (!outer.empty()) blocks = grid("bo", std::ceil(product(h.extents, 1, 2) / t.rows), outer, product(h.extents, 2));
+    s.reorder(blocks).gpu_threads({"xi", "bi"}).gpu_blocks(blocks);
     for (const FuncInfo* f : members) {
       std::string why;
       const std::string partial = rfactor_row(w, *f, t.threads, &why);
@@ -786,7 +811,7 @@ struct GpuSearch {
     }
     GpuPrediction pr;
     GpuBlockTiling t = choose_pointwise(f, f.flops_per_point + f.update_flops * f.reduction_trips(), false, &pr);
-    pointwise_loops(w.stage(f.name), f.vars, t, false, TailStrategy::GuardWithIf);
+    pointwise_loops(w.stage(f.name), f.vars, f.extents, t, false, TailStrategy::GuardWithIf);
     for (int u = 0; u < int(f.function.updates().size()); ++u) {
       // Updates whose pure vars are all the Func's can run over them in parallel; others
       // (a scatter) run in one thread.
@@ -796,7 +821,7 @@ struct GpuSearch {
         const Halide::Internal::Variable* v = args[d].as<Halide::Internal::Variable>();
         pure = v && v->name == f.vars[d];
       }
-      if (pure) pointwise_loops(w.stage(f.name, u), f.vars, t, false, TailStrategy::GuardWithIf);
+      if (pure) pointwise_loops(w.stage(f.name, u), f.vars, f.extents, t, false, TailStrategy::GuardWithIf);
       else w.stage(f.name, u).gpu_single_thread();
     }
     result.predicted_s += pr.total_s;

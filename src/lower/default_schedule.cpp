@@ -65,7 +65,12 @@ void schedule_gpu_loops(StageT stage, const std::vector<Var>& v) {
       stage.fuse(outer, v[size_t(j)], fused);
       outer = fused;
     }
-    stage.gpu_tile(v[0], outer, bx, by, tx, ty, 32, 8, TailStrategy::GuardWithIf);
+    // The block dims fused into x: a grid holds 2^31 - 1 blocks in x, 65535 in y.
+    Var b("b");
+    stage.tile(v[0], outer, bx, by, tx, ty, 32, 8, TailStrategy::GuardWithIf)
+        .fuse(bx, by, b)
+        .gpu_blocks(b)
+        .gpu_threads(tx, ty);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -309,6 +310,70 @@ TEST(GpuMachineModel, DefaultsByCapabilityAndOverrides) {
   EXPECT_EQ(m.launch_us, 3);
   EXPECT_NE(m.str().find("gpu_dram_gbps=4800"), std::string::npos);
   EXPECT_THROW(as::apply_overrides(m, "gpu_ghz=fast"), Error);
+}
+
+}  // namespace
+
+namespace {
+
+// The largest grid y and z of the CUDA launches in a lowered module: each launch is a
+// call halide_cuda_run(state, kernel, blocks x, y, z, threads x, y, z, ...), its sizes
+// in lets bound before it.
+class GridY : public Halide::Internal::IRVisitor {
+ public:
+  int64_t largest = 0;
+  int launches = 0;
+
+ private:
+  using IRVisitor::visit;
+  std::map<std::string, Halide::Expr> lets_;
+  void visit(const Halide::Internal::LetStmt* op) override {
+    lets_[op->name] = op->value;
+    IRVisitor::visit(op);
+  }
+  void visit(const Halide::Internal::Let* op) override {
+    lets_[op->name] = op->value;
+    IRVisitor::visit(op);
+  }
+  Halide::Expr resolved(Halide::Expr e) const {
+    for (int i = 0; i < 8; ++i) {
+      const auto* v = e.as<Halide::Internal::Variable>();
+      auto it = v ? lets_.find(v->name) : lets_.end();
+      if (it == lets_.end()) break;
+      e = it->second;
+    }
+    return Halide::Internal::simplify(e);
+  }
+  void visit(const Halide::Internal::Call* op) override {
+    if (op->name == "halide_cuda_run" && op->args.size() > 4) {
+      ++launches;
+      for (size_t k : {size_t(3), size_t(4)}) {
+        auto e = Halide::Internal::as_const_int(resolved(op->args[k]));
+        EXPECT_TRUE(e.has_value()) << "grid dim " << k - 2 << ": " << op->args[k];
+        if (e) largest = std::max<int64_t>(largest, *e);
+      }
+    }
+    IRVisitor::visit(op);
+  }
+};
+
+// A depthwise convolution's 16 x 128 x 56 rows of blocks went to the grid's y dim, which
+// holds 65535: the H100 refused the launch (CUDA_ERROR_INVALID_VALUE).
+TEST(GpuSearchDecisions, NoGridDimButXExceedsCudasLimit) {
+  Case c{"depthwise",
+         [](const std::vector<Tensor>& in) { return std::vector<Tensor>{conv2d(in[0], in[1], {}, {1}, {1}, {1}, 128)}; },
+         {rand({16, 128, 56, 56}, 1), rand({128, 1, 3, 3}, 2)}};
+  for (const char* scheduler : {"Kiln", "rules"}) {
+    SCOPED_TRACE(scheduler);
+    LoweredGraph l = lower_case(c);
+    if (std::string(scheduler) == "Kiln") as::schedule_pipeline(l.pipeline(), kCuda, a100());
+    else apply_default_schedule(l, kCuda);
+    Halide::Module m = l.pipeline().compile_to_module(arguments(l), "depthwise", kCuda);
+    GridY grid;
+    for (const Halide::Internal::LoweredFunc& f : m.functions()) f.body.accept(&grid);
+    EXPECT_GT(grid.launches, 0);
+    EXPECT_LE(grid.largest, 65535);
+  }
 }
 
 }  // namespace
