@@ -108,3 +108,24 @@ TEST(HalideAdjoint, SecondDerivativeSaysWhatIsMissing) {
     EXPECT_NE(std::string(e.what()).find("no VJP"), std::string::npos) << e.what();
   }
 }
+
+namespace kiln {
+namespace {
+
+// avg_pool2d is linear: its gradient is the same at every x, infinities included (PyTorch
+// gives the same). The reference's central differences were inf - inf there.
+TEST(HalideAdjoint, AvgPoolGradientIgnoresInfiniteInputs) {
+  Tensor with_inf = from_vector(std::vector<double>{1, -7, 0, -1, 1, 1, 1, -INFINITY}, Shape({1, 1, 2, 4}));
+  Tensor finite = from_vector(std::vector<double>{1, -7, 0, -1, 1, 1, 1, 0}, Shape({1, 1, 2, 4}));
+  Tensor w = rand(Shape({1, 1, 1, 2}), 1000, 0.5, 1.5);
+  auto loss = [&w](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sum(avg_pool2d(in[0], {3}, {2}, {1}) * w)};
+  };
+  const Tensor want = grad(loss, {0})({finite})[0];
+  EXPECT_TRUE(allclose(grad(loss, {0})({with_inf})[0], want, 1e-6, 1e-7));
+  Graph g = trace(grad_fn(loss, {0}), {with_inf});
+  EXPECT_TRUE(allclose(interpret(g, {with_inf}, InterpretMode::Reference)[0], want, 1e-5, 1e-6));
+}
+
+}  // namespace
+}  // namespace kiln
