@@ -1,5 +1,6 @@
 #include "ops/api.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -134,7 +135,14 @@ KILN_DEFINE_BINARY(logical_or)
 #undef KILN_DEFINE_BINARY
 
 namespace {
-Tensor reduce(const char* op, const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+// PyTorch lets a 0-d tensor be reduced or normalized along dim 0 or -1, as if it had one
+// dim of size 1.
+bool is_0d_axis(const Tensor& x, int64_t axis) { return x.rank() == 0 && (axis == 0 || axis == -1); }
+
+Tensor reduce(const char* op, const Tensor& x, std::vector<int64_t> axes, bool keepdim) {
+  if (x.rank() == 0 && std::all_of(axes.begin(), axes.end(), [&x](int64_t a) { return is_0d_axis(x, a); })) {
+    axes.clear();  // a 0-d tensor's "all axes" are none: the element itself
+  }
   return apply_op(op, {x}, {{"axes", axes}, {"keepdim", keepdim}});
 }
 }  // namespace
@@ -163,7 +171,7 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction
   if (axes.empty()) {
     n = x.numel();
   } else {
-    for (int64_t a : axes) n *= x.shape()[normalize_axis(a, x.rank(), "var")].size;
+    for (int64_t a : axes) n *= is_0d_axis(x, a) ? 1 : x.shape()[normalize_axis(a, x.rank(), "var")].size;
   }
   // In a wider type, as PyTorch's accumulation type: squares of f32 values beyond ~1e19
   // overflow f32 while the variance itself fits.
@@ -206,11 +214,17 @@ Tensor tril(const Tensor& x, int64_t k) { return triangle("tril", x, k, true); }
 Tensor triu(const Tensor& x, int64_t k) { return triangle("triu", x, k, false); }
 
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
+  if (is_0d_axis(x, axis)) return scalar(0.0, DType::I64);
   return apply_op("argmax", {x}, {{"axis", axis}, {"keepdim", keepdim}});
 }
 
-Tensor softmax(const Tensor& x, int64_t axis) { return apply_op("softmax", {x}, {{"axis", axis}}); }
+// Over a 0-d tensor's one element: 1 (log: 0), NaN where x is not finite (inf - inf).
+Tensor softmax(const Tensor& x, int64_t axis) {
+  if (is_0d_axis(x, axis)) return exp(cast(x, is_float(x.dtype()) ? x.dtype() : DType::F32) - x);
+  return apply_op("softmax", {x}, {{"axis", axis}});
+}
 Tensor log_softmax(const Tensor& x, int64_t axis) {
+  if (is_0d_axis(x, axis)) return cast(x, is_float(x.dtype()) ? x.dtype() : DType::F32) - x;
   return apply_op("log_softmax", {x}, {{"axis", axis}});
 }
 

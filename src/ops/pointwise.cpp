@@ -51,6 +51,13 @@ DType operand_type(const TensorMeta& a, const TensorMeta& b) {
   return result_type(a.dtype, a.shape.rank() == 0, b.dtype, b.shape.rank() == 0);
 }
 
+// e as type t; a bool becomes 1 or 0 through a select (see cast_op: Halide 21 can turn a
+// cast of a bool inside arithmetic into intrinsics its code generator rejects).
+Expr to_type(const Expr& e, Halide::Type t) {
+  if (e.type().is_bool() && !t.is_bool()) return Halide::select(e, algo::constant(t, 1), algo::constant(t, 0));
+  return Halide::cast(t, e);
+}
+
 void reject_bool(const std::string& op, DType t) {
   if (t == DType::Bool) {
     user_error(op, ": bool tensors are not supported; cast(x, DType::I32) or cast(x, "
@@ -309,7 +316,9 @@ OpDef binary_op(const BinarySpec& s) {
   d.kind = OpKind::Pointwise;
   d.arity = 2;
   d.infer = [s](const std::vector<TensorMeta>& in, const Attrs&) {
-    if (s.arithmetic) {
+    // Bool operands: as PyTorch, add and mul of two bools are logical or / and, a bool
+    // next to a number promotes to it, and sub refuses bools.
+    if (s.arithmetic && (std::string(s.name) == "sub" || std::string(s.name) == "pow")) {
       reject_bool(s.name, in[0].dtype);
       reject_bool(s.name, in[1].dtype);
     }
@@ -325,9 +334,13 @@ OpDef binary_op(const BinarySpec& s) {
     DType ct = (std::string(s.name) == "pow" && !is_float(out)) ? DType::F64 : compute_dtype(out);
     if (s.bool_result) ct = compute_dtype(operand_type(c.inputs[0], c.inputs[1]));
     Halide::Type ht = algo::halide_type(ct);
-    Expr a = Halide::cast(ht, in[0](algo::broadcast_index(c.inputs[0], c.output, v)));
-    Expr b = Halide::cast(ht, in[1](algo::broadcast_index(c.inputs[1], c.output, v)));
+    Expr a = to_type(in[0](algo::broadcast_index(c.inputs[0], c.output, v)), ht);
+    Expr b = to_type(in[1](algo::broadcast_index(c.inputs[1], c.output, v)), ht);
     Expr y = s.algorithm(a, b);
+    if (out == DType::Bool && s.arithmetic) {  // two bools: add is or, mul is and
+      const std::string name = s.name;
+      y = name == "add" ? (a || b) : name == "mul" ? (a && b) : y;
+    }
     // IEEE arithmetic: Halide's simplifier treats floats as reals, folding x * 0, x - x,
     // x / x and 0 / x to constants (wrong for inf and NaN) and a division by the constant
     // 0 to an undefined value. Strict ops keep each operation as written; they cost only

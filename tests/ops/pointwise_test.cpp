@@ -114,7 +114,29 @@ TEST(UnaryOps, BoolArithmeticIsRejected) {
   Tensor b = cast(from_vector(std::vector<int32_t>{0, 1}, {2}), DType::Bool);
   EXPECT_EQ(b.dtype(), DType::Bool);
   EXPECT_THROW(neg(b), Error);
-  EXPECT_THROW(b + b, Error);
+  EXPECT_THROW(b - b, Error);  // PyTorch refuses bool subtraction too
+}
+
+TEST(BinaryOps, BoolArithmeticFollowsPyTorch) {
+  Tensor b = cast(from_vector(std::vector<int32_t>{0, 1, 1, 0}, {4}), DType::Bool);
+  Tensor c = cast(from_vector(std::vector<int32_t>{0, 1, 0, 1}, {4}), DType::Bool);
+  for (bool compiled : {false, true}) {
+    auto run = [compiled](auto fn, const Tensor& x, const Tensor& y) {
+      return compiled ? compile([fn](const Tensor& p, const Tensor& q) { return fn(p, q); })(x, y) : fn(x, y);
+    };
+    Tensor sum_ = run([](const Tensor& p, const Tensor& q) { return p + q; }, b, c);
+    EXPECT_EQ(sum_.dtype(), DType::Bool);
+    EXPECT_EQ(sum_.to_doubles(), std::vector<double>({0, 1, 1, 1}));
+    Tensor prod_ = run([](const Tensor& p, const Tensor& q) { return p * q; }, b, c);
+    EXPECT_EQ(prod_.to_doubles(), std::vector<double>({0, 1, 0, 0}));
+    Tensor mixed = run([](const Tensor& p, const Tensor& q) { return p * 2.5 + q; }, b, c);
+    EXPECT_EQ(mixed.dtype(), DType::F32);
+    EXPECT_EQ(mixed.to_doubles(), std::vector<double>({0, 3.5, 2.5, 1}));
+    Tensor quotient = run([](const Tensor& p, const Tensor& q) { return p / q; }, b, c);
+    EXPECT_EQ(quotient.dtype(), DType::F32);
+    EXPECT_EQ(quotient.to_doubles()[1], 1.0);
+  }
+  EXPECT_EQ((b + 2.0).dtype(), DType::I64);
 }
 
 struct BinaryCase {

@@ -356,3 +356,24 @@ TEST(Decompositions, VarOfLargeF32ValuesDoesNotOverflow) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Reductions, AZeroDimTensorReducesAlongDimZero) {
+  // PyTorch takes dim 0 or -1 of a 0-d tensor as a dim of size 1.
+  Tensor x = scalar_tensor(2.5);
+  EXPECT_EQ(sum(x, {0}).item(), 2.5);
+  EXPECT_EQ(mean(x, {-1}, true).rank(), 0);
+  EXPECT_EQ(max(x, {0}).item(), 2.5);
+  EXPECT_EQ(softmax(x, 0).item(), 1.0);
+  EXPECT_EQ(log_softmax(x, -1).item(), 0.0);
+  EXPECT_TRUE(std::isnan(softmax(scalar_tensor(INFINITY), 0).item()));
+  EXPECT_EQ(argmax(x, 0).item(), 0.0);
+  EXPECT_TRUE(std::isnan(var(x, {0}).item()));  // one element, correction 1
+  EXPECT_EQ(compile([](const Tensor& t) { return softmax(t, 0) + sum(t, {0}); })(x).item(), 3.5);
+  EXPECT_THROW(sum(x, {1}), Error);
+}
+
+}  // namespace
+}  // namespace kiln
