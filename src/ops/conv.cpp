@@ -58,14 +58,16 @@ void check_positive(const std::string& op, const char* name, Pair p) {
 int64_t out_size(const std::string& op, const char* axis, int64_t in, int64_t k, int64_t s, int64_t p,
                  int64_t d, bool ceil_mode) {
   const int64_t span = d * (k - 1) + 1, padded = in + 2 * p;
-  if (span > padded) {
-    user_error(op, ": the kernel (", k, " along ", axis, ", dilated extent ", span,
-               ") is larger than the padded input (", in, " + 2*", p, " = ", padded, ")");
-  }
-  int64_t num = padded - span;
-  int64_t out = (ceil_mode ? (num + s - 1) / s : num / s) + 1;
-  // The last window must start inside the input or its left padding.
+  // As PyTorch: floor division (a window larger than the input rounds up to one window
+  // in ceil mode), and the last window must start inside the input or its left padding.
+  const int64_t num = padded - span + (ceil_mode ? s - 1 : 0);
+  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
   if (ceil_mode && (out - 1) * s >= in + p) --out;
+  if (out < 1) {
+    user_error(op, ": the kernel (", k, " along ", axis, ", dilated extent ", span,
+               ") is larger than the padded input (", in, " + 2*", p, " = ", padded,
+               ")", ceil_mode ? "" : "; ceil_mode=true takes the one partial window");
+  }
   return out;
 }
 

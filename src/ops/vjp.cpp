@@ -257,8 +257,9 @@ std::map<std::string, VjpFn> shape_rules() {
   r["slice"] = [](const VjpArgs& v) {
     const Tensor& x = v.inputs[0];
     const int axis = normalize_axis(v.attrs.get_int("axis"), x.rank(), "slice");
-    const int64_t n = x.shape()[axis].size, step = v.attrs.get_int("step");
-    const int64_t k = v.output.shape()[axis].size;
+    const int64_t n = x.shape()[axis].size, k = v.output.shape()[axis].size;
+    // One picked element: the step does not matter (a huge one would pad past 2^31).
+    const int64_t step = k == 1 ? 1 : v.attrs.get_int("step");
     int64_t start = v.attrs.get_int("start");
     if (start < 0) start += n;
     start = std::clamp<int64_t>(start, 0, n);

@@ -387,3 +387,30 @@ TEST(BatchNorm, Errors) {
 }
 
 }  // namespace
+
+namespace kiln {
+namespace {
+
+TEST(Pooling, CeilModeTakesOnePartialWindowLargerThanTheInput) {
+  // PyTorch: avg_pool2d(k=3, s=2, ceil_mode=True) of a 2x2 input is one window, averaged
+  // over the 4 elements inside it.
+  Tensor x = from_vector(std::vector<double>{1, 2, 3, 4}, Shape({1, 1, 2, 2}));
+  for (bool compiled : {false, true}) {
+    auto avg = [](const Tensor& t) { return avg_pool2d(t, {3}, {2}, {0}, true); };
+    auto mx = [](const Tensor& t) { return max_pool2d(t, {3}, {2}, {0}, {1}, true); };
+    Tensor a = compiled ? compile(avg)(x) : avg(x), m = compiled ? compile(mx)(x) : mx(x);
+    EXPECT_EQ(a.sizes(), std::vector<int64_t>({1, 1, 1, 1}));
+    EXPECT_EQ(a.item(), 2.5);
+    EXPECT_EQ(m.item(), 4.0);
+  }
+  EXPECT_THROW(avg_pool2d(x, {3}, {2}, {0}, false), Error);
+}
+
+TEST(Pooling, SliceGradientWithAStepPastTheEnd) {
+  Tensor v = rand(Shape({10}), 2);
+  Tensor g = grad([](const Tensor& t) { return sum(slice(t, 0, 2, 10, int64_t(1) << 40)); })({v})[0];
+  EXPECT_EQ(g.to_doubles(), std::vector<double>({0, 0, 1, 0, 0, 0, 0, 0, 0, 0}));
+}
+
+}  // namespace
+}  // namespace kiln
