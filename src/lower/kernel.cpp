@@ -107,11 +107,16 @@ std::vector<Tensor> Kernel::run(const std::vector<Tensor>& inputs) const {
     if (!gpu && t.buffer().device_dirty()) t.buffer().copy_to_host();
   }
   std::vector<Tensor> outputs;
+  bool all_empty = true;
   for (const TensorMeta& m : graph_.output_metas()) {
     Tensor o(m.dtype, concretize(m.shape, symbols));
     if (gpu) o.impl()->device = Device::cuda();
+    all_empty = all_empty && o.numel() == 0;
     outputs.push_back(o);
   }
+  // Nothing to compute. (Halide's bounds checks can still fail on an empty pipeline: an
+  // index clamped to [0, n - 1] of an empty input asks for element 0.)
+  if (all_empty && !outputs.empty()) return outputs;
 
   ErrorCollectingContext ctx;
   Halide::JITUserContext* ctx_ptr = &ctx;

@@ -281,7 +281,7 @@ OpDef softmax_op(const std::string& name, bool log_form) {
     Func e(name + "_exp");
     // IEEE throughout, as PyTorch: a NaN anywhere in a row, or an infinite max (inf - inf),
     // makes exp NaN and so the whole row NaN through the sum.
-    e(v) = math::exp(x(v) - m(at0));
+    e(v) = math::exp(Halide::strict_float(x(v) - m(at0)));  // a 1-long row: x - max(x) is not 0 at NaN
     s(v) = Halide::cast(ct, 0);
     s(v) += e(with_dim(v, ax.hdim, r));
     c.stages->push_back({m});
@@ -293,7 +293,7 @@ OpDef softmax_op(const std::string& name, bool log_form) {
     // log_softmax subtracts the max first: reassociated as x - (m + log s), large logits
     // lose log s entirely (1e8 + 1.39 == 1e8 in f32).
     Expr y = log_form ? Halide::strict_float((x(v) - m(at0)) - math::log(s(at0)))
-                      : e(v) * (Halide::cast(ct, 1) / s(at0));
+                      : Halide::strict_float(e(v) * (Halide::cast(ct, 1) / s(at0)));  // LLVM's fast-math folds e / e to 1
     out(v) = algo::to_storage(y, c.output.dtype);
     return out;
   };

@@ -140,3 +140,24 @@ TEST(Autograd, CompiledGradientOfAnEmptyTensor) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Autograd, CompiledGradientOfAGatherFromAnEmptyTensor) {
+  Tensor x = from_vector(std::vector<double>{}, Shape({1, 1, 1, 0}));
+  Tensor index = from_vector(std::vector<int64_t>{}, Shape({1, 1, 1, 0}));
+  Tensor w = rand(Shape({1, 1, 1, 0}), 1000);
+  auto loss = [&w](const Tensor& a, const Tensor& i) { return sum(gather(a, 0, i) * w); };
+  std::vector<Tensor> g = compile(grad(loss, {0}))({x, index});
+  EXPECT_EQ(g[0].sizes(), std::vector<int64_t>({1, 1, 1, 0}));
+}
+
+TEST(Autograd, CompiledSoftmaxOfAOneLongNaNRow) {
+  Tensor x = from_vector(std::vector<double>{0.0}, Shape({1, 1}));
+  Tensor y = compile([](const Tensor& t) { return softmax(t / t, 1); })(x);
+  EXPECT_TRUE(std::isnan(y.item()));
+}
+
+}  // namespace
+}  // namespace kiln
