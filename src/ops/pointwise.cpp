@@ -39,10 +39,10 @@ Tensor pointwise_reference(const std::vector<Tensor>& in, const TensorMeta& out,
   return result;
 }
 
-// Halide's erf is f32-only, so f64 inputs get f32 accuracy (about 1e-7 absolute; a
-// double-precision erf is future work). Halide's erf(+-inf) is NaN; erf is +-1 in f32
-// well before 10, hence the clamp.
+// Halide's erf is f32-only: f64 has kiln's own (math::erf_f64). Halide's erf(+-inf) is
+// NaN; erf is +-1 in f32 well before 10, hence the clamp.
 Expr erf_any(Expr x) {
+  if (x.type().bits() == 64) return math::erf_f64(x);
   return Halide::cast(x.type(), Halide::erf(Halide::clamp(Halide::cast<float>(x), -10.0f, 10.0f)));
 }
 

@@ -128,5 +128,22 @@ TEST(IeeeMath, ExpAndPowAreAccurateOverDenseSweeps) {
   EXPECT_LE(max_ulps(pow(b, y).to_doubles(), want_pow), 256.0);
 }
 
+TEST(IeeeMath, ErfInF64IsAccurateToF64) {
+  const int n = 4001;
+  std::vector<double> xs(n);
+  for (int i = 0; i < n; ++i) xs[size_t(i)] = -8.0 + 16.0 * i / (n - 1);
+  xs.push_back(1e-300);
+  xs.push_back(-kInf);
+  Tensor x = from_vector(xs, Shape({int64_t(xs.size())}), DType::F64);
+  for (const Tensor& got : {erf(x), compile([](const Tensor& t) { return erf(t); })(x)}) {
+    std::vector<double> v = got.to_doubles();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      EXPECT_NEAR(v[i], std::erf(xs[i]), 4e-16 + 2e-15 * std::abs(std::erf(xs[i]))) << "erf(" << xs[i] << ")";
+    }
+  }
+  Tensor g = gelu(from_vector(std::vector<double>{1.0}, Shape({1}), DType::F64));
+  EXPECT_NEAR(g.item(), 0.8413447460685429, 1e-15);
+}
+
 }  // namespace
 }  // namespace kiln

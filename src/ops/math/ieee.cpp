@@ -74,6 +74,27 @@ Expr divide(const Expr& a, const Expr& b) {
   return Halide::select(b_zero, a * signed_inf, a / Halide::select(b_zero, constant(t, 1), b));
 }
 
+Expr erf_f64(const Expr& x) {
+  const Halide::Type t = Halide::Float(64, x.type().lanes());
+  const Expr ax = Halide::min(Halide::abs(Halide::cast(t, x)), constant(t, 6.0));
+  const double two_over_sqrt_pi = 1.1283791670955126;
+  // Series: erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1)); 40 terms reach
+  // 1e-16 at |x| = 2 (the terms peak near 1.2 there, so little cancels).
+  Expr term = ax, series = constant(t, 0);
+  for (int n = 0; n < 40; ++n) {
+    series = series + term / constant(t, 2 * n + 1);
+    term = term * (-ax * ax) / constant(t, n + 1);
+  }
+  series = series * constant(t, two_over_sqrt_pi);
+  // erfc(z) = exp(-z^2) / sqrt(pi) / (z + (1/2) / (z + 1 / (z + (3/2) / (z + ...)))), 60 levels.
+  const Expr z = Halide::max(ax, constant(t, 2.0));
+  Expr cf = z;
+  for (int k = 60; k >= 1; --k) cf = z + constant(t, k / 2.0) / cf;
+  const Expr tail = constant(t, 1.0) - Halide::exp(-z * z) * constant(t, two_over_sqrt_pi / 2.0) / cf;
+  const Expr magnitude = Halide::strict_float(Halide::select(ax < constant(t, 2.0), series, tail));
+  return Halide::cast(x.type(), flip_sign(sign_bit(x), magnitude));
+}
+
 Expr sigmoid(const Expr& x) {
   const Halide::Type t = x.type();
   return constant(t, 1) / (constant(t, 1) + kiln::math::exp(-x));

@@ -26,6 +26,9 @@ Halide::Expr pow(const Halide::Expr& x, const Halide::Expr& y);
 // a / b for floats, IEEE at b = +-0 (a * +-inf) even where b is a constant: Halide
 // refuses to compile a division by a constant zero.
 Halide::Expr divide(const Halide::Expr& a, const Halide::Expr& b);
+// erf in f64 to about 1e-15 relative: its Taylor series below |x| = 2, 1 - erfc from
+// Laplace's continued fraction up to 6, +-1 beyond (Halide's erf is f32-only).
+Halide::Expr erf_f64(const Halide::Expr& x);
 // 1 / (1 + exp(-x)): 0 at -inf, 1 at +inf.
 Halide::Expr sigmoid(const Halide::Expr& x);
 
