@@ -41,7 +41,7 @@ TEST(Matmul, LinearAndErrors) {
     EXPECT_NE(m.find("K=3"), std::string::npos) << m;
     EXPECT_NE(m.find("K=4"), std::string::npos) << m;
   }
-  EXPECT_THROW(matmul(zeros({3}), zeros({3, 2})), Error);
+  EXPECT_THROW(matmul(zeros({4}), zeros({3, 2})), Error);  // a vector of the wrong length
   EXPECT_THROW(matmul(zeros({2, 2, 3}), zeros({3, 3, 2})), Error);  // batch 2 vs 3
   EXPECT_THROW(linear(x, rand({8})), Error);
 }
