@@ -95,6 +95,10 @@ Expr from_ordered_key(const Expr& key, Halide::Type float_type, bool is_max) {
   return Halide::select(key == nan_key(key.type(), is_max), nan, Halide::reinterpret(float_type, flip_negative(key)));
 }
 
+// The longest static f32 reduction that accumulates in f32 (about 2e-4 relative error at
+// worst, sqrt(n) ulps typically).
+constexpr int64_t kF32AccumulatedCount = 4096;
+
 Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Func>& in,
                          const OpCall& c) {
   const TensorMeta& im = c.inputs[0];
@@ -114,11 +118,17 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
     count = count * Halide::cast(Halide::Float(64), e);
   }
 
+  // The number of elements each output reduces, where every reduced dim is static.
+  int64_t static_count = 1;
+  for (int axis : axes) static_count = im.shape[axis].is_static() && static_count > 0 ? static_count * im.shape[axis].size : 0;
   bool extremum = r == Reducer::Max || r == Reducer::Min;
   DType acc_dtype = extremum ? compute_dtype(im.dtype) : compute_dtype(c.output.dtype);
-  // f32 sums and products accumulate in f64, as PyTorch's CPU accumulation type does: an
-  // f32 accumulator's error grows with the count (the mean of 1e6 values was 0.8% off).
-  if (!extremum && acc_dtype == DType::F32) acc_dtype = DType::F64;
+  // Long f32 sums and products accumulate in f64: an f32 accumulator's error grows with
+  // the count (the mean of 1e6 values was 0.8% off). Up to kF32AccumulatedCount elements
+  // (static) f32 stays, as PyTorch's cascade sums keep it: twice the lanes per vector.
+  if (!extremum && acc_dtype == DType::F32 && !(static_count > 0 && static_count <= kF32AccumulatedCount)) {
+    acc_dtype = DType::F64;
+  }
   Halide::Type at = algo::halide_type(acc_dtype);
   Func out(op);
   if (ranges.empty()) {  // nothing to reduce (a 0-d input)
