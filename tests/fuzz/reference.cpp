@@ -1,0 +1,119 @@
+#include "reference.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+
+namespace kiln::fuzz {
+
+namespace {
+
+double ulp_of(DType t) {
+  switch (t) {
+    case DType::F64: return 0x1p-52;
+    case DType::F32: return 0x1p-23;
+    case DType::F16: return 0x1p-10;
+    case DType::BF16: return 0x1p-7;
+    default: return 0;
+  }
+}
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+// t with each element scaled by 1 +- 2 ulps (signs from a hash of round, node, index).
+Tensor nudge(const Tensor& t, uint64_t round, int node) {
+  if (!is_float(t.dtype())) return t;
+  std::vector<double> v = t.to_doubles();
+  const double u = 2 * ulp_of(t.dtype());
+  for (size_t i = 0; i < v.size(); ++i) {
+    bool up = mix(round * 0x9E3779B97F4A7C15ull ^ (uint64_t(node) << 32) ^ i) & 1;
+    v[i] *= up ? 1 + u : 1 - u;
+  }
+  return from_vector(v, t.shape(), t.dtype());
+}
+
+bool has_large(const Tensor& t) {
+  if (!is_float(t.dtype()) || t.dtype() == DType::F64) return false;
+  const double limit = t.dtype() == DType::F16 ? 256.0 : 1.8e19;  // sqrt of the largest finite value
+  for (double v : t.to_doubles())
+    if (std::isfinite(v) && std::fabs(v) > limit) return true;
+  return false;
+}
+
+// Ops that accumulate (sums of products): the only ones whose own rounding error depends on
+// more than their result, through cancellation or overflow inside.
+bool accumulates(const std::string& op) {
+  static const std::set<std::string> ops = {"matmul", "conv2d", "linear", "sum", "mean", "prod", "layer_norm",
+                                            "rms_norm", "avg_pool2d", "adaptive_avg_pool2d", "cross_entropy",
+                                            "mse_loss"};
+  return ops.count(op) > 0;
+}
+
+// interpret(graph, inputs, Reference) with every op result nudged, and the operands of
+// accumulating ops too (the program's inputs are exact data: elsewhere they are not).
+std::vector<Tensor> nudged_run(const Graph& graph, const std::vector<Tensor>& inputs, uint64_t round,
+                               bool* overflow_risk) {
+  std::vector<Tensor> values(graph.nodes().size());
+  size_t next_input = 0;
+  for (const Node& n : graph.nodes()) {
+    if (n.is_placeholder()) {
+      values[size_t(n.id)] = inputs[next_input++];
+    } else if (n.is_constant()) {
+      values[size_t(n.id)] = n.constant;
+    } else {
+      const bool acc = accumulates(n.op);
+      std::vector<Tensor> args;
+      std::vector<TensorMeta> metas;
+      for (int i : n.inputs) {
+        const Tensor& v = values[size_t(i)];
+        // Only accumulating ops can overflow inside where the double reference does not.
+        if (acc && has_large(v)) *overflow_risk = true;
+        args.push_back(acc ? nudge(v, round, -1 - i) : v);
+        metas.push_back(v.meta());
+      }
+      const OpDef& op = get_op(n.op);
+      values[size_t(n.id)] = nudge(op.reference(args, n.attrs, infer_op(op, metas, n.attrs)), round, n.id);
+    }
+  }
+  std::vector<Tensor> out;
+  for (int o : graph.outputs()) out.push_back(values[size_t(o)]);
+  return out;
+}
+
+}  // namespace
+
+ReferenceResult reference_with_slack(const Graph& graph, const std::vector<Tensor>& inputs) {
+  ReferenceResult r;
+  r.outputs = interpret(graph, inputs, InterpretMode::Reference);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (const Tensor& o : r.outputs) r.slack.emplace_back(size_t(o.numel()), 0.0);
+  for (uint64_t round = 1; round <= 2; ++round) {
+    std::vector<Tensor> nudged;
+    try {
+      nudged = nudged_run(graph, inputs, round, &r.overflow_risk);
+    } catch (const std::exception&) {
+      for (auto& s : r.slack) s.assign(s.size(), kInf);
+      return r;
+    }
+    for (size_t k = 0; k < r.outputs.size(); ++k) {
+      std::vector<double> want = r.outputs[k].to_doubles(), got = nudged[k].to_doubles();
+      for (size_t i = 0; i < want.size(); ++i) {
+        double a = got[i], b = want[i], d;
+        if (std::isnan(a) || std::isnan(b)) d = std::isnan(a) && std::isnan(b) ? 0 : kInf;
+        else if (std::isinf(a) || std::isinf(b)) d = a == b ? 0 : kInf;
+        else d = 4 * std::fabs(a - b);
+        r.slack[k][i] = std::max(r.slack[k][i], d);
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace kiln::fuzz

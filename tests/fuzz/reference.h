@@ -1,0 +1,27 @@
+// The oracle: kiln's reference interpreter (each op's plain C++ implementation, computing
+// in double and rounding to the op's dtype) over the traced graph, plus the slack of each
+// output element: 4x the largest change of the reference's result over two runs that nudge
+// every op result (and the operands of accumulating ops: matmul, sum, ...) by +-2 ulps of
+// its dtype (a position whose NaN-ness
+// or infinity changes gets infinite slack: unstable). See compare.h.
+#pragma once
+
+#include <vector>
+
+#include "kiln.h"
+
+namespace kiln::fuzz {
+
+struct ReferenceResult {
+  std::vector<Tensor> outputs;
+  std::vector<std::vector<double>> slack;  // per output, per element
+  // An accumulating op (matmul, sum, ...) reads a finite value beyond the square root of
+  // its dtype's range: computing in that dtype (PyTorch and kiln's kernels) may overflow
+  // inside, where the double reference does not, turning a finite or infinite result into
+  // NaN or infinity. Non-finite disagreements are not judged then.
+  bool overflow_risk = false;
+};
+
+ReferenceResult reference_with_slack(const Graph& graph, const std::vector<Tensor>& inputs);
+
+}  // namespace kiln::fuzz
