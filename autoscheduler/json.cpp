@@ -126,10 +126,14 @@ class Parser {
   // \uXXXX as UTF-8 (the writer only emits these for control characters).
   std::string unicode_escape() {
     if (pos_ + 4 > s_.size()) error("short \\u escape");
-    char* end = nullptr;
-    const std::string hex = s_.substr(pos_, 4);
-    const long cp = std::strtol(hex.c_str(), &end, 16);
-    if (end != hex.c_str() + 4) error("bad \\u escape");
+    // Exactly four hex digits: strtol alone would also take a sign or spaces ("\\u-001"
+    // read as -1, written as the byte 0xFF).
+    long cp = 0;
+    for (size_t i = 0; i < 4; ++i) {
+      const char h = s_[pos_ + i];
+      if (!std::isxdigit(static_cast<unsigned char>(h))) error("bad \\u escape: expected four hex digits");
+      cp = cp * 16 + (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : std::tolower(h) - 'a' + 10);
+    }
     pos_ += 4;
     std::string out;
     if (cp < 0x80) {

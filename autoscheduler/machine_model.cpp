@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -54,38 +55,43 @@ void detect_caches(MachineModel& m) {
   }
 }
 
-// Each key with a setter; numbers are parsed as double and rounded for integer fields.
-using Setter = std::function<void(MachineModel&, double)>;
+// Each key with a setter; numbers are parsed as double. An integer field takes a whole
+// number up to `whole_max` (so that the conversion is exact; 0 for a real-valued field).
+constexpr double kWholeInt = 2147483647.0, kWholeInt64 = 9007199254740992.0;  // INT_MAX, 2^53
+struct Setter {
+  std::function<void(MachineModel&, double)> set;
+  double whole_max;
+};
 const std::map<std::string, Setter>& setters() {
   static const std::map<std::string, Setter> s = {
-      {"cores", [](MachineModel& m, double v) { m.cores = int(v); }},
-      {"vector_bits", [](MachineModel& m, double v) { m.vector_bits = int(v); }},
-      {"fma_units", [](MachineModel& m, double v) { m.fma_units = int(v); }},
-      {"fma_latency", [](MachineModel& m, double v) { m.fma_latency = int(v); }},
-      {"load_ports", [](MachineModel& m, double v) { m.load_ports = int(v); }},
-      {"registers", [](MachineModel& m, double v) { m.registers = int(v); }},
-      {"ghz", [](MachineModel& m, double v) { m.ghz = v; }},
-      {"l1", [](MachineModel& m, double v) { m.l1 = int64_t(v); }},
-      {"l2", [](MachineModel& m, double v) { m.l2 = int64_t(v); }},
-      {"l3", [](MachineModel& m, double v) { m.l3 = int64_t(v); }},
-      {"l1_gbps", [](MachineModel& m, double v) { m.l1_gbps = v; }},
-      {"l2_gbps", [](MachineModel& m, double v) { m.l2_gbps = v; }},
-      {"l3_gbps", [](MachineModel& m, double v) { m.l3_gbps = v; }},
-      {"dram_gbps", [](MachineModel& m, double v) { m.dram_gbps = v; }},
-      {"task_us", [](MachineModel& m, double v) { m.task_us = v; }},
-      {"lock_us", [](MachineModel& m, double v) { m.lock_us = v; }},
-      {"sm_count", [](MachineModel& m, double v) { m.sm_count = int(v); }},
-      {"smem_per_block", [](MachineModel& m, double v) { m.smem_per_block = int64_t(v); }},
-      {"regs_per_sm", [](MachineModel& m, double v) { m.regs_per_sm = int(v); }},
-      {"gpu_dram_gbps", [](MachineModel& m, double v) { m.gpu_dram_gbps = v; }},
-      {"gpu_ghz", [](MachineModel& m, double v) { m.gpu_ghz = v; }},
-      {"gpu_fp32_lanes", [](MachineModel& m, double v) { m.gpu_fp32_lanes = int(v); }},
-      {"gpu_threads_per_sm", [](MachineModel& m, double v) { m.gpu_threads_per_sm = int(v); }},
-      {"gpu_smem_per_sm", [](MachineModel& m, double v) { m.gpu_smem_per_sm = int64_t(v); }},
-      {"gpu_l2_gbps", [](MachineModel& m, double v) { m.gpu_l2_gbps = v; }},
-      {"gpu_dram_latency", [](MachineModel& m, double v) { m.gpu_dram_latency = v; }},
-      {"gpu_l2_latency", [](MachineModel& m, double v) { m.gpu_l2_latency = v; }},
-      {"launch_us", [](MachineModel& m, double v) { m.launch_us = v; }},
+      {"cores", {[](MachineModel& m, double v) { m.cores = int(v); }, kWholeInt}},
+      {"vector_bits", {[](MachineModel& m, double v) { m.vector_bits = int(v); }, kWholeInt}},
+      {"fma_units", {[](MachineModel& m, double v) { m.fma_units = int(v); }, kWholeInt}},
+      {"fma_latency", {[](MachineModel& m, double v) { m.fma_latency = int(v); }, kWholeInt}},
+      {"load_ports", {[](MachineModel& m, double v) { m.load_ports = int(v); }, kWholeInt}},
+      {"registers", {[](MachineModel& m, double v) { m.registers = int(v); }, kWholeInt}},
+      {"ghz", {[](MachineModel& m, double v) { m.ghz = v; }, 0}},
+      {"l1", {[](MachineModel& m, double v) { m.l1 = int64_t(v); }, kWholeInt64}},
+      {"l2", {[](MachineModel& m, double v) { m.l2 = int64_t(v); }, kWholeInt64}},
+      {"l3", {[](MachineModel& m, double v) { m.l3 = int64_t(v); }, kWholeInt64}},
+      {"l1_gbps", {[](MachineModel& m, double v) { m.l1_gbps = v; }, 0}},
+      {"l2_gbps", {[](MachineModel& m, double v) { m.l2_gbps = v; }, 0}},
+      {"l3_gbps", {[](MachineModel& m, double v) { m.l3_gbps = v; }, 0}},
+      {"dram_gbps", {[](MachineModel& m, double v) { m.dram_gbps = v; }, 0}},
+      {"task_us", {[](MachineModel& m, double v) { m.task_us = v; }, 0}},
+      {"lock_us", {[](MachineModel& m, double v) { m.lock_us = v; }, 0}},
+      {"sm_count", {[](MachineModel& m, double v) { m.sm_count = int(v); }, kWholeInt}},
+      {"smem_per_block", {[](MachineModel& m, double v) { m.smem_per_block = int64_t(v); }, kWholeInt64}},
+      {"regs_per_sm", {[](MachineModel& m, double v) { m.regs_per_sm = int(v); }, kWholeInt}},
+      {"gpu_dram_gbps", {[](MachineModel& m, double v) { m.gpu_dram_gbps = v; }, 0}},
+      {"gpu_ghz", {[](MachineModel& m, double v) { m.gpu_ghz = v; }, 0}},
+      {"gpu_fp32_lanes", {[](MachineModel& m, double v) { m.gpu_fp32_lanes = int(v); }, kWholeInt}},
+      {"gpu_threads_per_sm", {[](MachineModel& m, double v) { m.gpu_threads_per_sm = int(v); }, kWholeInt}},
+      {"gpu_smem_per_sm", {[](MachineModel& m, double v) { m.gpu_smem_per_sm = int64_t(v); }, kWholeInt64}},
+      {"gpu_l2_gbps", {[](MachineModel& m, double v) { m.gpu_l2_gbps = v; }, 0}},
+      {"gpu_dram_latency", {[](MachineModel& m, double v) { m.gpu_dram_latency = v; }, 0}},
+      {"gpu_l2_latency", {[](MachineModel& m, double v) { m.gpu_l2_latency = v; }, 0}},
+      {"launch_us", {[](MachineModel& m, double v) { m.launch_us = v; }, 0}},
   };
   return s;
 }
@@ -134,10 +140,16 @@ void apply_overrides(MachineModel& m, const std::string& spec) {
     char* end = nullptr;
     const std::string value = item.substr(eq + 1);
     const double v = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || !(v > 0)) {
+    // The whole value (a NUL inside it is not its end), finite and positive.
+    if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v) || !(v > 0)) {
       user_error("KILN_MACHINE: the value of '", key, "' must be a positive number, not '", value, "'");
     }
-    it->second(m, v);
+    const double whole_max = it->second.whole_max;
+    if (whole_max > 0 && (v != std::floor(v) || v > whole_max)) {
+      user_error("KILN_MACHINE: the value of '", key, "' must be a whole number from 1 to ", int64_t(whole_max),
+                 ", not '", value, "'");
+    }
+    it->second.set(m, v);
   }
 }
 

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -42,9 +45,16 @@ json::Value knobs_to_json(const Knobs& k) {
                       {"gpu_blocks", gpu_blocks}, {"gpu_rows", gpu_rows}};
 }
 
+// A whole number that fits an int: the range is checked before the conversion, which is
+// undefined for a double out of range (5e62 in a corrupt file).
 int integer(const json::Value& v) {
   const double d = v.as_number();
-  if (d != double(int(d))) throw json::ParseError{"expected an integer, not " + std::to_string(d)};
+  if (!(d >= double(INT_MIN) && d <= double(INT_MAX)) || d != std::floor(d)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", d);
+    throw json::ParseError{std::string("expected an integer from ") + std::to_string(INT_MIN) + " to " +
+                           std::to_string(INT_MAX) + ", not " + buf};
+  }
   return int(d);
 }
 

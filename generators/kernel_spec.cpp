@@ -18,12 +18,14 @@ std::string known_generators() {
   return s;
 }
 
+// A non-negative integer below 2^31 (a tensor size's bound), so that the generators'
+// std::stoll reads it: "99999999999999999999" threw std::out_of_range past main.
 bool is_integer(const std::string& s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.size() > 10) return false;
   for (char c : s) {
     if (c < '0' || c > '9') return false;
   }
-  return true;
+  return std::stoll(s) < (int64_t(1) << 31);
 }
 
 std::vector<Tensor> zeros_like_sizes(const KernelSpec& spec, bool estimate) {
@@ -72,7 +74,7 @@ KernelSpec make_spec(const std::string& name, const Params& params) {
       std::string values;
       for (const std::string& v : choices) values += (values.empty() ? "" : ", ") + v;
       user_error(g.name, ": parameter ", key, "='", value, "' is not allowed; ",
-                 choices.empty() ? std::string("it takes a non-negative integer") : "it takes one of: " + values);
+                 choices.empty() ? std::string("it takes a non-negative integer below 2^31") : "it takes one of: " + values);
     }
     full[key] = value;
   }

@@ -64,11 +64,19 @@ Halide::Target parse_target(const std::string& s, const std::string& command) {
   // One meaning of host-cuda everywhere (kiln::parse_target): the GPU's own capability,
   // at least 80. kiln tune keys its entries by it, so bench-kernels and the plugin must agree.
   if (s.rfind("host-cuda", 0) == 0) return kiln::parse_target(s);
-  if (!Halide::Target::validate_target_string(s)) {
-    user_error(command, ": --target '", s, "' is not a target; use host or a Halide target string such as ",
-               Halide::get_host_target().to_string());
+  // Halide 21 throws on some malformed strings instead of answering false (std::stoi's
+  // std::invalid_argument for "vector_bits_xx"), and its Target constructor rejects some
+  // that validate_target_string accepts ("arm-64-linux-avx"): neither is a target.
+  std::string why;
+  try {
+    if (Halide::Target::validate_target_string(s)) return Halide::Target(s);
+  } catch (const Halide::Error& e) {
+    why = e.what();
+  } catch (const std::exception& e) {
+    why = e.what();
   }
-  return Halide::Target(s);
+  user_error(command, ": --target '", s, "' is not a target", why.empty() ? "" : " (Halide: " + why + ")",
+             "; use host or a Halide target string such as ", Halide::get_host_target().to_string());
 }
 
 }  // namespace kiln::cli

@@ -25,8 +25,13 @@ void install_halide_error_reporter() {
   (void)installed;
 }
 
-Halide::Target parse_target(const std::string& spec) {
-  install_halide_error_reporter();
+namespace {
+[[noreturn]] void bad_target(const std::string& spec, const std::string& why) {
+  user_error("unknown target '", spec, "' (Halide could not read it: ", why, "); use 'host', 'host-cuda', or a "
+             "Halide target string such as 'x86-64-linux-avx2' or 'host-cuda-cuda_capability_86'");
+}
+
+Halide::Target parse_target_unchecked(const std::string& spec) {
   if (spec.empty() || spec == "host") return Halide::get_host_target();
   std::string s = spec;
   if (s.rfind("host-cuda", 0) == 0) {
@@ -52,6 +57,24 @@ Halide::Target parse_target(const std::string& spec) {
                "string such as 'x86-64-linux-avx2' or 'host-cuda-cuda_capability_86'");
   }
   return Halide::Target(s);
+}
+}  // namespace
+
+Halide::Target parse_target(const std::string& spec) {
+  install_halide_error_reporter();
+  try {
+    return parse_target_unchecked(spec);
+  } catch (const Error&) {
+    throw;
+  } catch (const Halide::Error& e) {
+    // Halide 21 accepts some strings in validate_target_string that its Target
+    // constructor then rejects ("arm-64-linux-avx": a feature of another architecture),
+    // and throws on others (std::stoi's std::invalid_argument for "vector_bits_xx"): a
+    // bad --target is a user error, never an escaped exception.
+    bad_target(spec, e.what());
+  } catch (const std::exception& e) {
+    bad_target(spec, e.what());
+  }
 }
 
 bool target_has_gpu(const Halide::Target& t) { return t.has_gpu_feature(); }

@@ -901,4 +901,32 @@ TEST(MachineModel, DetectedOverriddenAndPrinted) {
   EXPECT_EQ(m.sm_count, 108);
 }
 
+// Found by the fuzzer (tests/fuzz_parsers, machine_overrides): an integer field given a
+// number past its type was converted anyway (undefined behaviour: vector_bits=5e13), a
+// fraction was truncated to 0 cores, inf was taken as a size, and text after a NUL was
+// ignored. Each is a kiln::Error saying what the value must be.
+TEST(MachineModel, OverridesAreRangeCheckedBeforeConversion) {
+  as::MachineModel m;
+  const auto message = [&](const std::string& spec) {
+    try {
+      as::apply_overrides(m, spec);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(message("vector_bits=5e13").find("'vector_bits' must be a whole number from 1 to 2147483647, not '5e13'"),
+            std::string::npos) << message("vector_bits=5e13");
+  EXPECT_NE(message("cores=0.5").find("'cores' must be a whole number"), std::string::npos);
+  EXPECT_NE(message("l2=1e300").find("'l2' must be a whole number from 1 to 9007199254740992"), std::string::npos);
+  EXPECT_NE(message("ghz=inf").find("'ghz' must be a positive number, not 'inf'"), std::string::npos);
+  EXPECT_NE(message("dram_gbps=nan").find("must be a positive number"), std::string::npos);
+  EXPECT_NE(message(std::string("cores=16\0junk", 13)).find("must be a positive number"), std::string::npos);
+  EXPECT_EQ(m.cores, 1);  // nothing applied
+  as::apply_overrides(m, "cores=2147483647,l3=9007199254740992,ghz=0.5");
+  EXPECT_EQ(m.cores, 2147483647);
+  EXPECT_EQ(m.l3, int64_t(1) << 53);
+  EXPECT_EQ(m.ghz, 0.5);
+}
+
 }  // namespace

@@ -402,6 +402,9 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"tune softmax --target pdp11", "is not a target; use host or a Halide target string"},
       {"tune unary:op", "parameters are written <generator>:<name>=<value>"},
       {"tune unary:op=nope", "parameter op='nope' is not allowed; it takes one of: relu"},
+      // std::stoll threw std::out_of_range past main for this.
+      {"autoschedule layer_norm:cols=99999999999999999999 --db none",
+       "parameter cols='99999999999999999999' is not allowed; it takes a non-negative integer below 2^31"},
       {"tune softmax --db " + corrupt, "the tuning database " + corrupt + " cannot be used"},
       {"autoschedule softmax --target host-opencl", "has another GPU API"},
       {"autoschedule softmax -o /no/such/folder/x.h --db none", "cannot write /no/such/folder/x.h"},
@@ -409,6 +412,13 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"autoschedule --model", "--model needs a value"},
       {"machine --calibrated", "machine: unknown argument '--calibrated'; options: --target"},
       {"machine --target pdp11", "is not a target; use host or a Halide target string"},
+      // Halide throws std::invalid_argument or Halide::CompileError for these, which
+      // terminated kiln (found by tests/fuzz_parsers).
+      {"tune softmax --target vector_bits_xx", "is not a target"},
+      {"machine --target vector_bits_xx", "is not a target"},
+      {"autoschedule softmax --target arm-64-linux-avx --db none", "--target 'arm-64-linux-avx' is not a target"},
+      {"aot seed --target vector_bits_xx -o " + dir.file("aot"), "unknown target 'vector_bits_xx'"},
+      {"aot seed --target arm-64-linux-avx -o " + dir.file("aot"), "unknown target 'arm-64-linux-avx'"},
   };
   for (const auto& [args, message] : cases) {
     const CommandRun r = run_kiln(args);

@@ -46,3 +46,25 @@ TEST(Json, WrongKindsAndMissingMembersAreParseErrors) {
   EXPECT_THROW(v.as_array(), json::ParseError);
   EXPECT_EQ(v.at("a").as_number(), 1);
 }
+
+// A \u escape is exactly four hex digits. strtol read "\u-001" as -1 (the byte 0xFF) and
+// took "+7ff" and " 7ff" too (found reviewing what tests/fuzz_parsers' json target
+// accepts). Deep nesting is refused before it can exhaust the stack.
+TEST(Json, UnicodeEscapesAreFourHexDigitsAndNestingIsBounded) {
+  for (const char* bad : {"\"\\u-001\"", "\"\\u+7ff\"", "\"\\u 7ff\"", "\"\\u12\"", "\"\\u00g0\""}) {
+    try {
+      json::parse(bad);
+      ADD_FAILURE() << "parsed: " << bad;
+    } catch (const json::ParseError& e) {
+      EXPECT_NE(e.message.find("\\u escape"), std::string::npos) << bad << ": " << e.message;
+    }
+  }
+  EXPECT_EQ(json::parse("\"\\u00e9\\u0041\\u07FF\"").as_string(), "\xc3\xa9" "A" "\xdf\xbf");
+  EXPECT_NO_THROW(json::parse(std::string(64, '[') + std::string(64, ']')));
+  try {
+    json::parse(std::string(100000, '['));
+    ADD_FAILURE() << "parsed 100000 ['s";
+  } catch (const json::ParseError& e) {
+    EXPECT_NE(e.message.find("nesting deeper than 64"), std::string::npos) << e.message;
+  }
+}

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "temp_dir.h"
+#include "json.h"
 #include "tuning_db.h"
 
 namespace as = kiln::autoschedule;
@@ -231,4 +232,34 @@ TEST(TuningDb, ContractionSizesRoundTripAsText) {
   EXPECT_TRUE(as::contraction_knobs_from_text(text) == k) << text;
   const as::Knobs old = as::contraction_knobs_from_text(R"({"matmul_tasks": {"matmul_acc": {"band": 3, "column_tiles": 1}}})");
   EXPECT_TRUE(old.matmul_tasks.at("matmul_acc") == (as::MatmulTasks{3, 1, false, true}));
+}
+
+// Found by the fuzzer (tests/fuzz_parsers, contraction_knobs): a size past an int was
+// converted to int anyway (undefined behaviour), in schedule files' contraction sizes and
+// in tuning database files alike. Each is a json::ParseError, or a database ignored with
+// a warning, that gives the range.
+TEST(TuningDb, SizesOutsideAnIntAreErrorsNotConversions) {
+  for (const char* n : {"5.5e62", "-5.5e62", "2147483648", "-2147483649", "1e300", "2.5"}) {
+    const std::string text = std::string(R"({"conv_tiles": {"conv": {"vectors": )") + n + R"(, "channels": 8}}})";
+    try {
+      as::contraction_knobs_from_text(text);
+      ADD_FAILURE() << text << " was read";
+    } catch (const as::json::ParseError& e) {
+      EXPECT_NE(e.message.find("expected an integer from -2147483648 to 2147483647, not "), std::string::npos)
+          << e.message;
+    }
+  }
+  EXPECT_EQ(as::contraction_knobs_from_text(R"({"conv_tiles": {"c": {"vectors": 2147483647, "channels": -2147483648}}})")
+                .conv_tiles.at("c")
+                .vectors,
+            2147483647);
+  TempDir dir;
+  const std::string path = dir.file("db.json");
+  write_text(path, R"({"format": "kiln-tuning-db", "version": 1, "entries": [{"fingerprint": "f", "target": "t",
+      "machine": "m", "generator": "g", "schedule": "", "measured_ms": 1, "predicted_ms": 1, "date": "d",
+      "knobs": {"tiles": {}, "bands": {"f": 1e40}}}]})");
+  as::TuningDb db;
+  const std::string err = load_capturing(path, &db);
+  EXPECT_TRUE(db.entries().empty());
+  EXPECT_NE(err.find("entry 0: expected an integer from -2147483648 to 2147483647, not 1e+40"), std::string::npos) << err;
 }

@@ -41,6 +41,20 @@ TEST(Targets, Parse) {
   EXPECT_EQ(parse_target("host-cuda-cuda_capability_86").get_cuda_capability_lower_bound(), 86);
   EXPECT_THROW(parse_target("cuda-please"), Error);
   EXPECT_THROW(parse_target("host-cuda-bogus"), Error);
+  // Found by the fuzzer (tests/fuzz_parsers, target): Halide 21's validate_target_string
+  // throws std::invalid_argument (std::stoi) for the first three instead of answering
+  // false, and accepts "arm-64-linux-avx", which its Target constructor then rejects with
+  // a Halide::CompileError (not a std::exception); both escaped kiln::parse_target and
+  // terminated `kiln aot --target ...`. kiln must answer with a kiln::Error naming the string.
+  for (const char* bad : {"vector_bits_xx", "host-cuda-vector_bits_xx", "x86-64-linux-vector_bits_", "arm-64-linux-avx",
+                          "host-cuda-arm"}) {
+    try {
+      parse_target(bad);
+      ADD_FAILURE() << bad << " was read as a target";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("unknown target '") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // kiln's tensors are dense: lowering says so, so static shapes give Halide constant
