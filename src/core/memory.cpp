@@ -51,6 +51,14 @@ int64_t limit_from_environment() {
 size_t small_size(size_t bytes) { return (bytes + 2 * kAlignment - 1) / kAlignment * kAlignment; }
 size_t large_size(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
+// `total` bytes starting on a huge page. Not std::aligned_alloc: C11 requires its size to
+// be a multiple of the alignment, and `total` is whole 4 KiB pages (AddressSanitizer
+// rejects the call: make test-sanitize).
+void* huge_page_alloc(size_t total) {
+  void* block = nullptr;
+  return posix_memalign(&block, kHugePage, total) == 0 ? block : nullptr;
+}
+
 // Free large blocks by their (rounded) size. Requests of a size seen before, which is
 // every call of a compiled function or an eager step after the first, find one here.
 class HostCache {
@@ -66,11 +74,11 @@ class HostCache {
   void* allocate(size_t bytes, size_t total) {
     void* block = take(total);
     if (block == nullptr) {
-      block = std::aligned_alloc(kHugePage, total);
+      block = huge_page_alloc(total);
       if (block == nullptr) {
         // Out of memory, perhaps for want of what the cache holds in other sizes.
         release(0);
-        block = std::aligned_alloc(kHugePage, total);
+        block = huge_page_alloc(total);
       }
       if (block == nullptr) return nullptr;
       // Advice only: without transparent huge pages the block works with 4 KiB pages.
