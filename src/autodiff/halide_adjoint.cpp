@@ -81,7 +81,9 @@ Tensor adjoint_reference(const std::vector<Tensor>& in, const Attrs& a, const Te
     std::vector<double> basis(x.size(), 0.0);
     basis[j] = 1.0;
     std::vector<double> y = def.reference({from_vector(basis, args[i].shape(), DType::F64)}, attrs, fmeta).to_doubles();
-    for (size_t o = 0; o < y.size(); ++o) result[j] += g[o] * y[o];
+    // Only the outputs x_j reaches: a NaN gradient elsewhere does not flow to it.
+    for (size_t o = 0; o < y.size(); ++o)
+      if (y[o] != 0.0) result[j] += g[o] * y[o];
   }
   for (size_t j = 0; j < x.size() && !linear; ++j) {
     const double h = 1e-6 * std::max(1.0, std::abs(x[j]));

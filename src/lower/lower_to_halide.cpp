@@ -155,7 +155,9 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
         }
       }
       constrain_dense(p, extents);
-      f(v) = p(v);
+      // An empty input is never read for a value, but an index clamped to [0, n - 1] of it
+      // still asks Halide's bounds check for element 0.
+      f(v) = n.meta.shape.is_static() && n.meta.shape.numel() == 0 ? algo::constant(p.type(), 0) : Halide::Expr(p(v));
       out.inputs.push_back(p);
     }
     out.funcs[id] = f;

@@ -161,3 +161,18 @@ TEST(Autograd, CompiledSoftmaxOfAOneLongNaNRow) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Autograd, CompiledGradientOfAGatherWithAnEmptyIndex) {
+  Tensor x = from_vector(std::vector<double>{1.0}, Shape({1, 1, 1, 1}));
+  Tensor index = from_vector(std::vector<int64_t>{}, Shape({0, 1, 1, 1}));
+  Tensor w = rand(Shape({0, 1, 1, 1}), 1000);
+  auto loss = [&w](const Tensor& a, const Tensor& i) { return sum(gather(a, 2, i) * w); };
+  std::vector<Tensor> g = compile(grad(loss, {0}))({x, index});
+  EXPECT_EQ(g[0].to_doubles(), std::vector<double>({0.0}));
+}
+
+}  // namespace
+}  // namespace kiln

@@ -129,3 +129,22 @@ TEST(HalideAdjoint, AvgPoolGradientIgnoresInfiniteInputs) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A NaN gradient at one pooled output reaches only the inputs of its window.
+TEST(HalideAdjoint, ANaNGradientStaysInItsWindow) {
+  Tensor x = from_vector(std::vector<double>{INFINITY, 0.0, -1.0}, Shape({1, 1, 1, 3}));
+  auto loss = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sum(gelu(adaptive_avg_pool2d(in[0], {1, 3}), "tanh"))};
+  };
+  Graph g = trace(grad_fn(loss, {0}), {x});
+  for (const Tensor& got : {grad(loss, {0})({x})[0], interpret(g, {x}, InterpretMode::Reference)[0]}) {
+    std::vector<double> v = got.to_doubles();
+    EXPECT_TRUE(std::isfinite(v[1]) && std::isfinite(v[2])) << got.str();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
