@@ -75,7 +75,7 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
 }
 
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
-  if (lo && hi && *lo > *hi) user_error("clamp: min ", *lo, " is greater than max ", *hi);
+  // min > max is PyTorch's too: every element becomes max (clamp to min, then to max).
   Attrs a;
   if (lo) a.set("min", *lo);
   if (hi) a.set("max", *hi);

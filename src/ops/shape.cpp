@@ -237,7 +237,7 @@ Func concat_algorithm(const std::vector<Func>& in, const OpCall& c) {
     end = off;
   }
   Func f("concat");
-  f(v) = result;
+  f(v) = result.defined() ? result : algo::constant(t, 0);  // every input empty: so is the output
   return f;
 }
 

@@ -151,3 +151,19 @@ TEST(ShapeOps, StackAndSplit) {
 }
 
 }  // namespace
+
+namespace kiln {
+namespace {
+
+TEST(ShapeOps, ConcatOfEmptyTensorsAndClampWithMinAboveMax) {
+  Tensor e = from_vector(std::vector<double>{}, Shape({0}));
+  EXPECT_EQ(concat({e, e}, 0).sizes(), std::vector<int64_t>({0}));
+  EXPECT_EQ(compile([](const Tensor& t) { return concat({t, t}, 0); })(e).sizes(), std::vector<int64_t>({0}));
+  // PyTorch: min > max makes every element max.
+  Tensor x = from_vector(std::vector<double>{-3, 0.5, 7}, Shape({3}));
+  EXPECT_EQ(clamp(x, 1.5, 1.0).to_doubles(), std::vector<double>({1, 1, 1}));
+  EXPECT_EQ(compile([](const Tensor& t) { return clamp(t, 1.5, 1.0); })(x).to_doubles(), std::vector<double>({1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace kiln
