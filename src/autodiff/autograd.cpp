@@ -28,10 +28,11 @@ bool any_needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void attach_grad_node(const Tensor& output, std::shared_ptr<GradNode> node) {
+void attach_grad_node(const Tensor& output, std::shared_ptr<GradNode> node, int output_nr) {
   AutogradMeta& m = autograd_of(output);
   m.requires_grad = true;
   m.node = std::move(node);
+  m.output_nr = output_nr;
 }
 
 Tensor Tensor::requires_grad(bool on) const {
@@ -84,44 +85,63 @@ void Tensor::backward(const Tensor& grad) const {
     user_error("backward: the gradient is ", seed.meta().str(), " but the tensor is ", meta().str());
   }
   NoGradGuard no_grad;
-  // Post-order DFS over the nodes that lead to this tensor, then reverse: each tensor's
-  // gradient is complete before its node passes it on.
-  std::vector<Tensor> order;
-  std::set<const TensorImpl*> seen;
-  std::vector<std::pair<Tensor, size_t>> stack = {{*this, 0}};
-  seen.insert(impl());
-  while (!stack.empty()) {
-    auto& [t, next] = stack.back();
-    const auto& node = t.impl()->autograd->node;
-    if (node && next < node->inputs.size()) {
-      const Tensor& in = node->inputs[next++];
-      if (in.needs_grad() && seen.insert(in.impl()).second) stack.push_back({in, 0});
-      continue;
+  std::map<const TensorImpl*, std::pair<Tensor, Tensor>> leaf_grads;  // leaf -> (leaf, gradient)
+  auto add_to = [](Tensor& slot, const Tensor& g) { slot = slot.defined() ? slot + g : g; };
+  const AutogradMeta& root = *impl()->autograd;
+  if (!root.node) {
+    leaf_grads[impl()] = {*this, seed};
+  } else {
+    // Post-order DFS over the nodes that lead to this tensor, then reverse: a node runs
+    // after every node that consumes one of its outputs, so it runs once, with each
+    // output's gradient complete.
+    std::vector<GradNode*> order;
+    std::set<const GradNode*> seen = {root.node.get()};
+    std::vector<std::pair<GradNode*, size_t>> stack = {{root.node.get(), 0}};
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->inputs.size()) {
+        const Tensor& in = node->inputs[next++];
+        if (!in.needs_grad()) continue;
+        GradNode* producer = in.impl()->autograd->node.get();
+        if (producer && seen.insert(producer).second) stack.push_back({producer, 0});
+        continue;
+      }
+      order.push_back(node);
+      stack.pop_back();
     }
-    order.push_back(t);
-    stack.pop_back();
+    std::map<const GradNode*, std::vector<Tensor>> pending;
+    pending[root.node.get()].resize(size_t(root.node->num_outputs));
+    pending[root.node.get()][size_t(root.output_nr)] = seed;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      GradNode* node = *it;
+      auto p = pending.find(node);
+      if (p == pending.end()) continue;
+      const std::vector<Tensor> in_grads = node->vjp(p->second);
+      pending.erase(p);
+      for (size_t k = 0; k < node->inputs.size() && k < in_grads.size(); ++k) {
+        const Tensor& in = node->inputs[k];
+        if (!in_grads[k].defined() || !in.needs_grad()) continue;
+        // A gradient has its input's dtype, as in PyTorch: an f32 leaf multiplied by an f64
+        // tensor gets an f32 grad().
+        Tensor gk = in_grads[k].dtype() == in.dtype() ? in_grads[k] : cast(in_grads[k], in.dtype());
+        const AutogradMeta& m = *in.impl()->autograd;
+        if (!m.node) {
+          auto& slot = leaf_grads[in.impl()];
+          slot.first = in;
+          add_to(slot.second, gk);
+          continue;
+        }
+        std::vector<Tensor>& slots = pending[m.node.get()];
+        slots.resize(size_t(m.node->num_outputs));
+        add_to(slots[size_t(m.output_nr)], gk);
+      }
+    }
   }
-  std::map<const TensorImpl*, Tensor> grads = {{impl(), seed}};
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const Tensor& t = *it;
-    auto g = grads.find(t.impl());
-    if (g == grads.end()) continue;
-    AutogradMeta& m = *t.impl()->autograd;
-    if (!m.node) {  // a leaf: accumulate
-      Tensor acc = m.grad ? Tensor(m.grad) + g->second : g->second.clone();
-      m.grad = std::make_shared<TensorImpl>(*acc.detach().impl());
-      continue;
-    }
-    std::vector<Tensor> in_grads = m.node->vjp(g->second);
-    for (size_t k = 0; k < m.node->inputs.size() && k < in_grads.size(); ++k) {
-      const Tensor& in = m.node->inputs[k];
-      if (!in_grads[k].defined() || !in.needs_grad()) continue;
-      // A gradient has its input's dtype, as in PyTorch: an f32 leaf multiplied by an f64
-      // tensor gets an f32 grad().
-      Tensor gk = in_grads[k].dtype() == in.dtype() ? in_grads[k] : cast(in_grads[k], in.dtype());
-      auto [slot, fresh] = grads.emplace(in.impl(), gk);
-      if (!fresh) slot->second = slot->second + gk;
-    }
+  for (auto& [impl, leaf_and_grad] : leaf_grads) {  // accumulate into the leaves
+    auto& [leaf, g] = leaf_and_grad;
+    AutogradMeta& m = *leaf.impl()->autograd;
+    Tensor acc = m.grad ? Tensor(m.grad) + g : g.clone();
+    m.grad = std::make_shared<TensorImpl>(*acc.detach().impl());
   }
 }
 

@@ -3,7 +3,8 @@
 // inputs and output); Tensor::backward() walks those nodes in reverse topological order
 // and accumulates into the leaves' grad(). A compiled function called with inputs that
 // need grad attaches one node per output whose VJP is itself a compiled function
-// (runtime/compile.cpp).
+// (runtime/compile.cpp). A node may have several outputs (a compiled function's): it runs
+// once, after every output's gradient is complete, as in PyTorch.
 #pragma once
 
 #include <functional>
@@ -16,9 +17,11 @@ namespace kiln {
 
 struct GradNode {
   std::string name;            // the op, or "compiled <function>"
-  std::vector<Tensor> inputs;  // what the output was computed from
-  // The gradient of each input given the output's (undefined where none flows).
-  std::function<std::vector<Tensor>(const Tensor& grad)> vjp;
+  std::vector<Tensor> inputs;  // what the outputs were computed from
+  int num_outputs = 1;
+  // The gradient of each input given each output's (both undefined where none flows; at
+  // least one output's is defined).
+  std::function<std::vector<Tensor>(const std::vector<Tensor>& output_grads)> vjp;
 };
 
 // Whether ops record GradNodes on this thread (on by default; off inside backward()).
@@ -37,7 +40,7 @@ class NoGradGuard {
 // True when grad mode is on and one of `inputs` needs grad: an output computed from them
 // should get a GradNode.
 bool any_needs_grad(const std::vector<Tensor>& inputs);
-// Makes `output` need grad, computed by `node`.
-void attach_grad_node(const Tensor& output, std::shared_ptr<GradNode> node);
+// Makes `output` need grad, computed by `node` as its output number `output_nr`.
+void attach_grad_node(const Tensor& output, std::shared_ptr<GradNode> node, int output_nr = 0);
 
 }  // namespace kiln

@@ -37,6 +37,7 @@ struct TensorImpl;
 struct AutogradMeta {
   bool requires_grad = false;
   std::shared_ptr<GradNode> node;      // null for a leaf
+  int output_nr = 0;                   // which of the node's outputs this tensor is
   std::shared_ptr<TensorImpl> grad;    // a leaf's accumulated gradient
 };
 

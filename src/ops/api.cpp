@@ -26,14 +26,14 @@ Tensor apply_op(const std::string& op, const std::vector<Tensor>& inputs, const 
     node->name = op;
     node->inputs = inputs;
     // The rule sees the output without its autograd state (no cycle through the node).
-    node->vjp = [&def, inputs, attrs, y = out.detach()](const Tensor& g) {
+    node->vjp = [&def, inputs, attrs, y = out.detach()](const std::vector<Tensor>& grads) {
       VjpFn vjp = effective_vjp(def);
       if (!vjp) {
         user_error("backward: op '", def.name, "' has no VJP rule, so kiln cannot differentiate through it");
       }
       std::vector<bool> wanted;
       for (const Tensor& in : inputs) wanted.push_back(in.needs_grad());
-      return vjp(VjpArgs{inputs, y, g, attrs, std::move(wanted)});
+      return vjp(VjpArgs{inputs, y, grads[0], attrs, std::move(wanted)});
     };
     attach_grad_node(out, std::move(node));
   }

@@ -278,24 +278,26 @@ std::vector<Tensor> CompiledImpl::call_with_autograd(const std::vector<Tensor>& 
   const size_t m = size_t(entry->num_outputs);
   std::vector<Tensor> outputs(results.begin(), results.begin() + long(m));
   std::vector<Tensor> saved(results.begin() + long(m), results.end());
-  for (size_t k = 0; k < m; ++k) {
-    if (!is_float(outputs[k].dtype())) continue;
-    auto node = std::make_shared<GradNode>();
-    node->name = "compiled " + options_.name;
-    node->inputs = inputs;
-    node->vjp = [entry, saved, k, n = plain.size()](const Tensor& g) {
-      std::vector<Tensor> args = saved;
-      for (size_t j = 0; j < entry->output_metas.size(); ++j) {
-        const TensorMeta& om = entry->output_metas[j];
-        args.push_back(j == k ? g : full(om.shape, 0.0, om.dtype));
-      }
-      std::vector<Tensor> grads = entry->backward(args);
-      std::vector<Tensor> out(n);
-      for (size_t j = 0; j < entry->argnums.size(); ++j) out[size_t(entry->argnums[j])] = grads[j];
-      return out;
-    };
-    attach_grad_node(outputs[k], std::move(node));
-  }
+  // One node for all outputs: backward() runs the compiled backward once, with every
+  // output's gradient (zeros where none flows), so a NaN or inf in one output's path cannot
+  // reach another's through a 0 * inf.
+  auto node = std::make_shared<GradNode>();
+  node->name = "compiled " + options_.name;
+  node->inputs = inputs;
+  node->num_outputs = int(m);
+  node->vjp = [entry, saved, n = plain.size()](const std::vector<Tensor>& output_grads) {
+    std::vector<Tensor> args = saved;
+    for (size_t j = 0; j < entry->output_metas.size(); ++j) {
+      const TensorMeta& om = entry->output_metas[j];
+      args.push_back(output_grads[j].defined() ? output_grads[j] : full(om.shape, 0.0, om.dtype));
+    }
+    std::vector<Tensor> grads = entry->backward(args);
+    std::vector<Tensor> out(n);
+    for (size_t j = 0; j < entry->argnums.size(); ++j) out[size_t(entry->argnums[j])] = grads[j];
+    return out;
+  };
+  for (size_t k = 0; k < m; ++k)
+    if (is_float(outputs[k].dtype())) attach_grad_node(outputs[k], node, int(k));
   return outputs;
 }
 

@@ -120,6 +120,26 @@ TEST(Autograd, BackwardThroughACompiledFunctionWithOutputsOfTwoDtypes) {
 namespace kiln {
 namespace {
 
+// The compiled backward runs once with both outputs' gradients. Run once per output with
+// zeros for the other's, sqrt's infinite slope at 0 met a zero gradient: 2 + 0 * inf = NaN.
+TEST(Autograd, BackwardThroughACompiledFunctionRunsOnceForAllOutputs) {
+  auto f = compile([](const Tensor& x) { return std::vector<Tensor>{x * 2.0, sqrt(x)}; });
+  Tensor x = from_vector(std::vector<double>{0.0, 4.0}, Shape({2})).requires_grad();
+  std::vector<Tensor> o = f(x);
+  (sum(o[0]) + sum(o[1])).backward();
+  std::vector<double> g = x.grad().to_doubles();
+  EXPECT_EQ(g[0], INFINITY);
+  EXPECT_NEAR(g[1], 2.25, 1e-6);
+  // An output that feeds the loss twice, through another op, adds up before the node runs.
+  Tensor y = from_vector(std::vector<double>{1.0, 9.0}, Shape({2})).requires_grad();
+  std::vector<Tensor> p = f(y);
+  (sum(p[1] * p[0]) + sum(p[1])).backward();
+  std::vector<double> h = y.grad().to_doubles();
+  // d/dy (2y * sqrt(y) + sqrt(y)) = 3 sqrt(y) + 1 / (2 sqrt(y))
+  EXPECT_NEAR(h[0], 3.0 + 0.5, 1e-5);
+  EXPECT_NEAR(h[1], 9.0 + 1.0 / 6.0, 1e-5);
+}
+
 TEST(Autograd, FloorCeilRoundPassZerosBack) {
   // As PyTorch: their outputs need grad, and the gradient is zero.
   for (Tensor (*op)(const Tensor&) : {&floor, &ceil, &round}) {
