@@ -1,5 +1,7 @@
 #include "autodiff/halide_adjoint.h"
 
+#include <set>
+
 #include "core/error.h"
 #include "ops/api.h"
 
@@ -121,24 +123,62 @@ std::vector<OpDef> adjoint_ops() {
   return {d};
 }
 
-VjpFn effective_vjp(const OpDef& def) {
-  if (def.vjp || !def.halide_adjoint_fallback || !def.algorithm) return def.vjp;
-  const std::string name = def.name;
-  return [name](const VjpArgs& v) {
-    std::vector<Tensor> ins = v.inputs;
-    ins.push_back(v.grad);
-    std::vector<Tensor> grads;
-    for (size_t i = 0; i < v.inputs.size(); ++i) {
-      if (!is_float(v.inputs[i].dtype())) {
-        grads.emplace_back();
-        continue;
-      }
-      Attrs a = v.attrs;
-      a.set(kOf, name).set(kInput, int64_t(i));
-      grads.push_back(apply_op("halide_adjoint", ins, a));
+namespace {
+
+bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+// f16/bf16 gradients are computed in f32 and rounded once, as PyTorch's backward kernels
+// do (their "opmath" type): a rule written with f16 ops would overflow where the forward
+// op did not (the squares of a norm's backward) and round at every step. Contractions keep
+// their dtype (their kernels accumulate in f32 already), and ops that only move data have
+// nothing to round.
+VjpFn in_f32_for_half(const std::string& op, VjpFn rule) {
+  static const std::set<std::string> keep = {
+      "matmul",  "linear", "conv2d", "reshape", "permute", "transpose",    "expand",    "squeeze",
+      "unsqueeze", "slice", "concat", "stack",  "split",   "pad",          "gather",    "index_select",
+      "embedding", "tril", "triu",   "cast",   "where",   "neg"};
+  if (!rule || keep.count(op)) return rule;
+  return [rule](const VjpArgs& v) {
+    auto up = [](const Tensor& t) { return t.defined() && is_half(t.dtype()) ? cast(t, DType::F32) : t; };
+    bool any = is_half(v.grad.dtype());
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : v.inputs) {
+      any = any || (t.defined() && is_half(t.dtype()));
+      inputs.push_back(up(t));
     }
+    if (!any) return rule(v);
+    const Tensor output = up(v.output), grad = up(v.grad);
+    std::vector<Tensor> grads = rule(VjpArgs{inputs, output, grad, v.attrs, v.wanted});
+    for (size_t i = 0; i < grads.size() && i < v.inputs.size(); ++i)
+      if (grads[i].defined() && is_float(v.inputs[i].dtype()) && grads[i].dtype() != v.inputs[i].dtype())
+        grads[i] = cast(grads[i], v.inputs[i].dtype());
     return grads;
   };
+}
+
+}  // namespace
+
+VjpFn effective_vjp(const OpDef& def) {
+  VjpFn rule = def.vjp;
+  if (!rule && def.halide_adjoint_fallback && def.algorithm) {
+    rule = [name = def.name](const VjpArgs& v) {
+      std::vector<Tensor> ins = v.inputs;
+      ins.push_back(v.grad);
+      std::vector<Tensor> grads;
+      for (size_t i = 0; i < v.inputs.size(); ++i) {
+        if (!is_float(v.inputs[i].dtype())) {
+          grads.emplace_back();
+          continue;
+        }
+        Attrs a = v.attrs;
+        a.set(kOf, name).set(kInput, int64_t(i));
+        grads.push_back(apply_op("halide_adjoint", ins, a));
+      }
+      return grads;
+    };
+  }
+  // Also keeps bf16 out of Halide's propagate_adjoints, which cannot simplify it.
+  return in_f32_for_half(def.name, rule);
 }
 
 }  // namespace kiln

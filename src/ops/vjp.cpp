@@ -119,9 +119,10 @@ std::map<std::string, VjpFn> pointwise_rules() {
     return where(gt(x, zero_like_dtype(x)), g, g * a.get_double("negative_slope"));
   });
   r["clamp"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs& a) {
+    // Strictly inside, as PyTorch (2.15) and relu: no gradient at a bound.
     Tensor inside = scalar(1.0, DType::Bool);
-    if (a.has("min")) inside = logical_and(inside, ge(x, a.get_double("min")));
-    if (a.has("max")) inside = logical_and(inside, le(x, a.get_double("max")));
+    if (a.has("min")) inside = logical_and(inside, gt(x, a.get_double("min")));
+    if (a.has("max")) inside = logical_and(inside, lt(x, a.get_double("max")));
     return where(inside, g, zero_like_dtype(g));
   });
   r["cast"] = [](const VjpArgs& v) {
@@ -413,40 +414,54 @@ std::map<std::string, VjpFn> conv_rules() {
     }
     return Grads{v.needs(0) ? concat(gxs, 1) : Tensor(), v.needs(1) ? concat(gws, 0) : Tensor()};
   };
-  // max_pool2d: the gradient goes to the window positions equal to the maximum, split
-  // evenly between ties (PyTorch gives it all to the first; both are subgradients).
+  // max_pool2d: as PyTorch, each window's gradient goes to one position, the one its
+  // kernel's index points at: the first maximum in row-major order, or the last NaN (a
+  // NaN output), never a padding position.
   r["max_pool2d"] = [](const VjpArgs& v) {
     const Tensor &x = v.inputs[0], &y = v.output, &g = v.grad;
     if (!x.shape().is_static()) user_error("max_pool2d: gradients need static sizes, got ", x.meta().str());
     const std::vector<int64_t> k = v.attrs.get_ints("kernel"), s = v.attrs.get_ints("stride"),
                                p = v.attrs.get_ints("padding"), d = v.attrs.get_ints("dilation");
     const int64_t H = x.shape()[2].size, W = x.shape()[3].size, OH = y.shape()[2].size, OW = y.shape()[3].size;
-    // Padded with -inf, and far enough for ceil_mode's last windows.
+    // Padded far enough for ceil_mode's last windows; `valid` marks the input's positions.
     const int64_t eh = std::max<int64_t>(0, (OH - 1) * s[0] + (k[0] - 1) * d[0] + 1 - (H + 2 * p[0]));
     const int64_t ew = std::max<int64_t>(0, (OW - 1) * s[1] + (k[1] - 1) * d[1] + 1 - (W + 2 * p[1]));
     const int64_t HP = H + 2 * p[0] + eh, WP = W + 2 * p[1] + ew;
-    Tensor xp = pad(x, {p[1], p[1] + ew, p[0], p[0] + eh}, -INFINITY);
-    auto window = [&](int64_t kh, int64_t kw) {
-      Tensor t = slice(xp, 2, kh * d[0], kh * d[0] + (OH - 1) * s[0] + 1, s[0]);
-      return slice(t, 3, kw * d[1], kw * d[1] + (OW - 1) * s[1] + 1, s[1]);
+    const std::vector<int64_t> pads = {p[1], p[1] + ew, p[0], p[0] + eh};
+    Tensor xp = pad(x, pads, -INFINITY);
+    Tensor valid = pad(logical_or(eq(x, x), ne(x, x)), pads, 0.0);  // all true inside
+    auto window = [&](const Tensor& t, int64_t kh, int64_t kw) {
+      Tensor r = slice(t, 2, kh * d[0], kh * d[0] + (OH - 1) * s[0] + 1, s[0]);
+      return slice(r, 3, kw * d[1], kw * d[1] + (OW - 1) * s[1] + 1, s[1]);
     };
-    std::vector<Tensor> hits;
-    Tensor count;
-    for (int64_t kh = 0; kh < k[0]; ++kh)
-      for (int64_t kw = 0; kw < k[1]; ++kw) {
-        hits.push_back(cast(eq(window(kh, kw), y), g.dtype()));
-        count = count.defined() ? count + hits.back() : hits.back();
-      }
-    Tensor share = where(gt(count, 0.0), g / maximum(count, 1.0), scalar(0.0, g.dtype()));
+    const int64_t n = k[0] * k[1];
+    std::vector<Tensor> is_max(static_cast<size_t>(n)), is_nan(is_max), hits(is_max);
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor w = window(xp, i / k[1], i % k[1]), ok = window(valid, i / k[1], i % k[1]);
+      is_max[size_t(i)] = logical_and(ok, eq(w, y));
+      is_nan[size_t(i)] = logical_and(ok, ne(w, w));
+    }
+    Tensor taken = ne(y, y);  // NaN windows take their last NaN, the others their first maximum
+    Tensor nan_taken = logical_not(taken);
+    for (int64_t i = 0; i < n; ++i) {
+      hits[size_t(i)] = logical_and(is_max[size_t(i)], logical_not(taken));
+      taken = logical_or(taken, hits[size_t(i)]);
+    }
+    for (int64_t i = n - 1; i >= 0; --i) {
+      Tensor h = logical_and(is_nan[size_t(i)], logical_not(nan_taken));
+      hits[size_t(i)] = logical_or(hits[size_t(i)], h);
+      nan_taken = logical_or(nan_taken, h);
+    }
+    const Tensor zero = scalar(0.0, g.dtype());
     Tensor gxp;
-    size_t i = 0;
-    for (int64_t kh = 0; kh < k[0]; ++kh)
-      for (int64_t kw = 0; kw < k[1]; ++kw) {
-        Tensor t = dilate_axis(dilate_axis(hits[i++] * share, 2, s[0]), 3, s[1]);
-        const int64_t rows = (OH - 1) * s[0] + 1, cols = (OW - 1) * s[1] + 1;
-        t = pad(t, {kw * d[1], WP - kw * d[1] - cols, kh * d[0], HP - kh * d[0] - rows});
-        gxp = gxp.defined() ? gxp + t : t;
-      }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t kh = i / k[1], kw = i % k[1];
+      // A select, not a product: a NaN or inf gradient stays in its own window.
+      Tensor t = dilate_axis(dilate_axis(where(hits[size_t(i)], g, zero), 2, s[0]), 3, s[1]);
+      const int64_t rows = (OH - 1) * s[0] + 1, cols = (OW - 1) * s[1] + 1;
+      t = pad(t, {kw * d[1], WP - kw * d[1] - cols, kh * d[0], HP - kh * d[0] - rows});
+      gxp = gxp.defined() ? gxp + t : t;
+    }
     return Grads{slice(slice(gxp, 2, p[0], p[0] + H), 3, p[1], p[1] + W)};
   };
   return r;

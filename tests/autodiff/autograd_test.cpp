@@ -1,4 +1,5 @@
 // PyTorch-style requires_grad / backward / grad, eager and through compiled functions.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/op_test_util.h"
@@ -138,6 +139,48 @@ TEST(Autograd, BackwardThroughACompiledFunctionRunsOnceForAllOutputs) {
   // d/dy (2y * sqrt(y) + sqrt(y)) = 3 sqrt(y) + 1 / (2 sqrt(y))
   EXPECT_NEAR(h[0], 3.0 + 0.5, 1e-5);
   EXPECT_NEAR(h[1], 9.0 + 1.0 / 6.0, 1e-5);
+}
+
+TEST(Autograd, ClampPassesNoGradientAtItsBounds) {
+  // PyTorch 2.15 (tests/fuzz/golden): the gradient flows strictly inside [min, max].
+  Tensor x = from_vector(std::vector<double>{-1.0, 0.0, 1.0, 2.0, 3.0}, Shape({5})).requires_grad();
+  sum(clamp(x, 0.0, 2.0)).backward();
+  EXPECT_EQ(x.grad().to_doubles(), std::vector<double>({0, 0, 1, 0, 0}));
+  Tensor y = from_vector(std::vector<double>{0.0, 2.0}, Shape({2})).requires_grad();
+  sum(clamp(y, std::nullopt, 2.0) + clamp(y, 0.0, std::nullopt)).backward();
+  EXPECT_EQ(y.grad().to_doubles(), std::vector<double>({1, 1}));
+}
+
+TEST(Autograd, MaxPoolGradientGoesWherePyTorchsIndexPoints) {
+  // One 2x2 window each: a tie (first maximum wins), two NaNs (the last wins), all -inf
+  // (the first position), and an inf gradient that must stay in its own window.
+  const double nan = NAN, inf = INFINITY;
+  Tensor x = from_vector(std::vector<double>{3, 3, nan, 1, -inf, -inf, 0, 5,  //
+                                             1, 2, 4, nan, -inf, -inf, 2, 1},
+                         Shape({1, 1, 2, 8}))
+                 .requires_grad();
+  Tensor g = from_vector(std::vector<double>{1, 2, 3, inf}, Shape({1, 1, 1, 4}));
+  max_pool2d(x, {2}).backward(g);
+  EXPECT_EQ(x.grad().to_doubles(), (std::vector<double>{1, 0, 0, 0, 3, 0, 0, inf,  //
+                                                         0, 0, 0, 2, 0, 0, 0, 0}));
+  // Padding is never chosen, even where a window holds only -inf: each of the 9 windows
+  // gives its first input position.
+  Tensor y = from_vector(std::vector<double>{-inf, -inf, -inf, -inf}, Shape({1, 1, 2, 2})).requires_grad();
+  sum(max_pool2d(y, {2}, {1}, {1})).backward();
+  EXPECT_EQ(y.grad().to_doubles(), (std::vector<double>{4, 2, 2, 1}));
+}
+
+TEST(Autograd, HalfPrecisionNormGradientsDoNotOverflow) {
+  // rms_norm's backward squares the input: in f16, 657^2 overflows; PyTorch computes it in
+  // f32 and so does kiln (autodiff/halide_adjoint.cpp).
+  Tensor x = from_vector(std::vector<double>{-657, -4, -2.25}, Shape({1, 3}), DType::F16).requires_grad();
+  sum(rms_norm(x, {3}) * from_vector(std::vector<double>{1, 2, 3}, Shape({1, 3}), DType::F16)).backward();
+  Tensor x64 = from_vector(std::vector<double>{-657, -4, -2.25}, Shape({1, 3}), DType::F64).requires_grad();
+  sum(rms_norm(x64, {3}) * from_vector(std::vector<double>{1, 2, 3}, Shape({1, 3}), DType::F64)).backward();
+  ASSERT_EQ(x.grad().dtype(), DType::F16);
+  std::vector<double> got = x.grad().to_doubles(), want = x64.grad().to_doubles();
+  const double scale = std::max({std::abs(want[0]), std::abs(want[1]), std::abs(want[2])});
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(got[i], want[i], 2e-3 * scale) << i;
 }
 
 TEST(Autograd, FloorCeilRoundPassZerosBack) {
