@@ -3,6 +3,7 @@
 // with its C++ reproducer, none is skipped.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "fuzzer.h"
@@ -14,7 +15,7 @@ namespace {
 TEST(Fuzz, RandomProgramsAgreeAcrossPaths) {
   FuzzOptions o;
   o.seed = 34;
-  o.count = 40;
+  o.count = 100;
   o.jobs = 2;
   o.max_shrinks = 0;  // minimizing is slow: run kiln_fuzz (below) for minimized reproducers
   o.shrink_runs = 40;
@@ -34,6 +35,18 @@ TEST(Fuzz, ProgramTextRoundTrips) {
     ASSERT_TRUE(is_valid(p)) << to_text(p);
     EXPECT_EQ(to_text(from_text(to_text(p))), to_text(p));
   }
+}
+
+TEST(Fuzz, GoldenDataRoundTripsThroughText) {
+  Program p = generate(program_seed(7, 1));
+  p.weights.push_back(InputSpec{Meta{kiln::DType::F32, {2}}, {0.5, 1.25}, 0});
+  p.torch.present = true;
+  p.torch.outputs.push_back(InputSpec{Meta{kiln::DType::F16, {}}, {NAN}, 0});
+  p.torch.grads.push_back(InputSpec{Meta{kiln::DType::F64, {1, 2}}, {-0.1, INFINITY}, 0});
+  EXPECT_EQ(to_text(from_text(to_text(p))), to_text(p));
+  Program q = from_text(to_text(p) + "torch error : RuntimeError: shapes do not match\n");
+  EXPECT_EQ(q.torch.error, "RuntimeError: shapes do not match");
+  EXPECT_THROW(from_text("torch gradient f32 [1] : 0\n"), Invalid);
 }
 
 TEST(Fuzz, GenerationIsDeterministic) {

@@ -44,9 +44,13 @@ std::string dedup_key(const Program& p, const Failure& f) {
 }  // namespace
 
 FuzzReport fuzz(const FuzzOptions& options, std::ostream& log) {
-  FuzzReport report;
   std::vector<Program> programs;
   for (int i = 0; i < options.count; ++i) programs.push_back(generate(program_seed(options.seed, i), options.gen));
+  return fuzz(programs, options, log);
+}
+
+FuzzReport fuzz(const std::vector<Program>& programs, const FuzzOptions& options, std::ostream& log) {
+  FuzzReport report;
 
   // Run every program, `jobs` at a time; outcomes are stored by index.
   std::vector<Outcome> outcomes(programs.size());
@@ -110,7 +114,8 @@ FuzzReport fuzz(const FuzzOptions& options, std::ostream& log) {
     finding.minimized = programs[i];
     finding.failure = f;
     // Shrinking runs only the failing path (the oracles always run).
-    if (shrinks < options.max_shrinks && !seen.count(dedup_key(programs[i], f) + "#raw")) {
+    const bool golden = programs[i].torch.present;  // its data would not fit a smaller program
+    if (!golden && shrinks < options.max_shrinks && !seen.count(dedup_key(programs[i], f) + "#raw")) {
       ++shrinks;
       seen.insert(dedup_key(programs[i], f) + "#raw");
       RunOptions one = options.run;

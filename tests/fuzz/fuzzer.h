@@ -42,5 +42,8 @@ struct FuzzReport {
 
 uint64_t program_seed(uint64_t seed, int index);
 FuzzReport fuzz(const FuzzOptions& options, std::ostream& log);
+// The same over given programs (options.seed and count unused; a finding's index is the
+// program's position).
+FuzzReport fuzz(const std::vector<Program>& programs, const FuzzOptions& options, std::ostream& log);
 
 }  // namespace kiln::fuzz

@@ -589,14 +589,48 @@ static double parse_real(const std::string& s) {
   return v;
 }
 
+namespace {
+
+void write_tensor(std::ostream& os, const std::string& head, const InputSpec& t, bool with_index) {
+  os << head << ' ' << dtype_name(t.meta.dtype) << " [" << join(t.meta.shape, ",") << "]";
+  if (with_index) os << " index=" << t.index_limit;
+  os << " :";
+  for (double v : t.values) os << ' ' << real_str(v);
+  os << '\n';
+}
+
+// "<dtype> [d0,d1] [index=N] : v0 v1 ..." after the line's leading words.
+InputSpec read_tensor(std::istringstream& ls, const std::string& line, bool with_index) {
+  InputSpec in;
+  std::string dt, shape, tok;
+  ls >> dt >> shape;
+  try {
+    in.meta.dtype = dtype_from_name(dt);
+  } catch (...) {
+    invalid("bad dtype " + dt);
+  }
+  if (shape.size() < 2 || shape.front() != '[' || shape.back() != ']') invalid("bad shape " + shape);
+  std::istringstream ds(shape.substr(1, shape.size() - 2));
+  std::string d;
+  while (std::getline(ds, d, ','))
+    if (!d.empty()) in.meta.shape.push_back(int64_t(parse_real(d)));
+  ls >> tok;
+  if (with_index) {
+    if (tok.rfind("index=", 0) != 0) invalid("bad line: " + line);
+    in.index_limit = int64_t(parse_real(tok.substr(6)));
+    ls >> tok;
+  }
+  if (tok != ":") invalid("bad line: " + line);
+  std::string v;
+  while (ls >> v) in.values.push_back(parse_real(v));
+  return in;
+}
+
+}  // namespace
+
 std::string to_text(const Program& p) {
   std::ostringstream os;
-  for (const InputSpec& in : p.inputs) {
-    os << "input " << dtype_name(in.meta.dtype) << " [" << join(in.meta.shape, ",") << "] index=" << in.index_limit
-       << " :";
-    for (double v : in.values) os << ' ' << real_str(v);
-    os << '\n';
-  }
+  for (const InputSpec& in : p.inputs) write_tensor(os, "input", in, true);
   for (const OpSpec& op : p.ops) {
     os << "op " << op.op;
     for (int v : op.args) os << ' ' << v;
@@ -611,6 +645,10 @@ std::string to_text(const Program& p) {
   os << "output";
   for (int o : p.outputs) os << ' ' << o;
   os << '\n';
+  for (const InputSpec& w : p.weights) write_tensor(os, "weight", w, false);
+  for (const InputSpec& t : p.torch.outputs) write_tensor(os, "torch output", t, false);
+  for (const InputSpec& t : p.torch.grads) write_tensor(os, "torch grad", t, false);
+  if (!p.torch.error.empty()) os << "torch error : " << p.torch.error << '\n';
   return os.str();
 }
 
@@ -623,25 +661,7 @@ Program from_text(const std::string& text) {
     std::string kind;
     if (!(ls >> kind) || kind[0] == '#') continue;
     if (kind == "input") {
-      InputSpec in;
-      std::string dt, shape, idx, colon;
-      ls >> dt >> shape >> idx >> colon;
-      try {
-        in.meta.dtype = dtype_from_name(dt);
-      } catch (...) {
-        invalid("bad dtype " + dt);
-      }
-      if (shape.size() < 2 || shape.front() != '[' || shape.back() != ']') invalid("bad shape " + shape);
-      std::string dims = shape.substr(1, shape.size() - 2);
-      std::istringstream ds(dims);
-      std::string d;
-      while (std::getline(ds, d, ','))
-        if (!d.empty()) in.meta.shape.push_back(int64_t(parse_real(d)));
-      if (idx.rfind("index=", 0) != 0 || colon != ":") invalid("bad input line: " + line);
-      in.index_limit = int64_t(parse_real(idx.substr(6)));
-      std::string v;
-      while (ls >> v) in.values.push_back(parse_real(v));
-      p.inputs.push_back(std::move(in));
+      p.inputs.push_back(read_tensor(ls, line, true));
     } else if (kind == "op") {
       OpSpec op;
       ls >> op.op;
@@ -661,6 +681,23 @@ Program from_text(const std::string& text) {
     } else if (kind == "output") {
       std::string v;
       while (ls >> v) p.outputs.push_back(int(parse_real(v)));
+    } else if (kind == "weight") {
+      p.weights.push_back(read_tensor(ls, line, false));
+    } else if (kind == "torch") {
+      std::string what;
+      ls >> what;
+      p.torch.present = true;
+      if (what == "output") p.torch.outputs.push_back(read_tensor(ls, line, false));
+      else if (what == "grad") p.torch.grads.push_back(read_tensor(ls, line, false));
+      else if (what == "error") {
+        std::string colon, rest;
+        ls >> colon;
+        std::getline(ls, rest);
+        const size_t from = rest.find_first_not_of(' ');
+        p.torch.error = from == std::string::npos ? "(no message)" : rest.substr(from);
+      } else {
+        invalid("bad line: " + line);
+      }
     } else {
       invalid("bad line: " + line);
     }

@@ -60,10 +60,21 @@ struct OpSpec {
   std::string text;
 };
 
+// PyTorch's results for a program (golden data, tests/fuzz/golden/): its outputs and the
+// gradient of the loss (run.h) w.r.t. each float data input, or the error it raised.
+struct TorchResult {
+  bool present = false;
+  std::vector<InputSpec> outputs, grads;  // index_limit unused
+  std::string error;                      // non-empty: PyTorch rejected the program
+};
+
 struct Program {
   std::vector<InputSpec> inputs;
   std::vector<OpSpec> ops;
   std::vector<int> outputs;  // value ids
+  // The loss's weights, one per float output; empty: drawn from a fixed seed (run.cpp).
+  std::vector<InputSpec> weights;
+  TorchResult torch;
 
   int num_values() const { return int(inputs.size() + ops.size()); }
 };
@@ -91,10 +102,15 @@ double round_to(double v, DType t);
 //   input f32 [2,3] index=0 : 1 -0x1p-1 nan inf ...
 //   op add 0 1 | ints 1 | reals 0x1p+0 | text tanh
 //   output 3 4
+//   weight f32 [2,3] : 0x1.8p-1 ...           (golden files: the loss's weights)
+//   torch output f32 [2,3] : ...              (PyTorch's results)
+//   torch grad f32 [2] : ...
+//   torch error : message
 std::string to_text(const Program& p);
 Program from_text(const std::string& text);  // throws Invalid on malformed text
 
-// Removes ops no output depends on and inputs no op or output uses.
+// Removes ops no output depends on and inputs no op or output uses (and any golden data,
+// which no longer applies).
 Program prune(const Program& p);
 
 }  // namespace kiln::fuzz

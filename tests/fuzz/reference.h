@@ -18,7 +18,7 @@ struct ReferenceResult {
   // An accumulating op (matmul, sum, ...) reads a finite value beyond the square root of
   // its dtype's range: computing in that dtype (PyTorch and kiln's kernels) may overflow
   // inside, where the double reference does not, turning a finite or infinite result into
-  // NaN or infinity. Non-finite disagreements are not judged then.
+  // NaN or infinity, or a finite value divided by it. Values are not judged then.
   bool overflow_risk = false;
 };
 

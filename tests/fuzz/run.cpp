@@ -48,8 +48,9 @@ class Judge {
   }
 
   // Each of `got` against the reference's values; `what` names them ("output", "gradient").
+  // `nonfinite_free`: positions where either side is NaN or infinite are not judged.
   void check(const std::string& path, const std::vector<Tensor>& got, const ReferenceResult& ref,
-             const std::string& what) {
+             const std::string& what, bool nonfinite_free = false) {
     if (got.size() != ref.outputs.size()) {
       fail("wrong", path, "meta", what + " count " + std::to_string(got.size()) + ", want " +
                                       std::to_string(ref.outputs.size()));
@@ -66,7 +67,8 @@ class Judge {
         fail("wrong", path, "meta", what + " " + std::to_string(k) + " is " + meta_str(g) + ", reference " + meta_str(w));
         return;
       }
-      if (auto m = compare_values(g, w, ref.slack[k], ref.overflow_risk)) {
+      if (ref.overflow_risk) continue;  // values computed in the dtype may overflow anywhere
+      if (auto m = compare_values(g, w, ref.slack[k], nonfinite_free)) {
         fail("wrong", path, "value", what + " " + std::to_string(k) + " " + m->str(g) + "\n  " + path + ": " +
                                          g.str(12) + "\n  reference: " + w.str(12));
         return;
@@ -93,6 +95,14 @@ class Judge {
   const RunOptions& opts_;
   const Progress& progress_;
 };
+
+}  // namespace
+
+Tensor loss_weight(const Tensor& output, size_t k) {
+  return rand(output.shape(), 1000 + k, 0.5, 1.5, output.dtype());
+}
+
+namespace {
 
 // The gradient of a leaf that got none is zero (kiln's grad() returns zeros there).
 Tensor or_zeros(const Tensor& g, const Tensor& like) { return g.defined() ? g : zeros(like.shape(), like.dtype()); }
@@ -135,6 +145,19 @@ Outcome run_program(const Program& p, const RunOptions& options, const Progress&
     return j.out;
   }
   j.check_metas("reference", ref.outputs, expected, "output");
+  // PyTorch's results (a golden file), judged against the same reference as kiln's paths:
+  // the reference and the fuzzer's model of PyTorch (program.cpp) are checked by PyTorch.
+  const bool golden = p.torch.present;  // judged as the path "pytorch"
+  if (golden && !p.torch.error.empty()) {
+    j.fail("wrong", "pytorch", "meta", "PyTorch rejects this program, which program.cpp accepts: " + p.torch.error);
+    return j.out;
+  }
+  if (golden && j.wants("pytorch")) {
+    std::vector<Tensor> torch_outputs;
+    for (const InputSpec& t : p.torch.outputs) torch_outputs.push_back(make_input(t));
+    j.check_metas("pytorch", torch_outputs, expected, "output");
+    j.check("pytorch", torch_outputs, ref, "output");
+  }
 
   if (j.wants("eager")) {
     std::vector<Tensor> got;
@@ -166,11 +189,19 @@ Outcome run_program(const Program& p, const RunOptions& options, const Progress&
     if (is_float(ref.outputs[k].dtype())) float_outputs.push_back(k);
   bool any_grad = false;
   for (size_t i = 2; i < all_paths().size(); ++i) any_grad |= j.wants(all_paths()[i]);
+  any_grad |= golden && j.wants("pytorch");
   if (argnums.empty() || float_outputs.empty() || !any_grad) return j.out;
 
   std::vector<Tensor> weights;
-  for (size_t k : float_outputs)
-    weights.push_back(rand(ref.outputs[k].shape(), 1000 + k, 0.5, 1.5, ref.outputs[k].dtype()));
+  if (!p.weights.empty() && p.weights.size() != float_outputs.size()) {
+    j.fail("wrong", "pytorch", "meta", "the program gives " + std::to_string(p.weights.size()) +
+                                           " loss weights for " + std::to_string(float_outputs.size()) + " float outputs");
+    return j.out;
+  }
+  for (size_t i = 0; i < float_outputs.size(); ++i) {
+    const size_t k = float_outputs[i];
+    weights.push_back(p.weights.empty() ? loss_weight(ref.outputs[k], k) : make_input(p.weights[i]));
+  }
   // loss = sum_k sum(outputs[k] * w_k), from the outputs of any path.
   auto loss_of = [float_outputs, weights](const std::vector<Tensor>& outs) {
     Tensor loss;
@@ -196,6 +227,14 @@ Outcome run_program(const Program& p, const RunOptions& options, const Progress&
     return j.out;
   }
   j.check_metas("grad-reference", gref.outputs, grad_metas, "gradient");
+  if (golden && j.wants("pytorch")) {
+    std::vector<Tensor> torch_grads;
+    for (const InputSpec& t : p.torch.grads) torch_grads.push_back(make_input(t));
+    j.check_metas("pytorch", torch_grads, grad_metas, "gradient");
+    // PyTorch's backward formulas meet inf and NaN in their own order (a product with a
+    // mask where kiln selects): its non-finite gradients are not judged.
+    j.check("pytorch", torch_grads, gref, "gradient", true);
+  }
 
   // PyTorch's requires_grad of each value: float results of ops on values that require it
   // (comparisons, argmax, integer casts... cut the chain). Where no output of the loss

@@ -17,6 +17,9 @@
 //   refused    kiln rejected the PyTorch-valid program while tracing it (kiln::Error)
 //   exception  a path threw although kiln traced the program
 //   wrong      a path's dtype/shape differs from PyTorch's, or its values from the reference
+// A program with PyTorch's results (a golden file, program.h) also judges those, as the
+// path "pytorch", against the reference, and uses the file's loss weights. `--paths
+// pytorch` runs the oracles and that check alone.
 #pragma once
 
 #include <functional>
@@ -24,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln.h"
 #include "program.h"
 
 namespace kiln::fuzz {
@@ -50,6 +54,9 @@ struct RunOptions {
 };
 
 using Progress = std::function<void(const std::string& path)>;
+// The loss's weight for float output number k (of any path) when the program gives none.
+Tensor loss_weight(const Tensor& output, size_t k);
+
 // Called in a worker process (it may crash). `progress` is told each path before it runs.
 Outcome run_program(const Program& p, const RunOptions& options, const Progress& progress);
 
