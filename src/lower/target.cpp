@@ -1,5 +1,7 @@
 #include "lower/target.h"
 
+#include <sstream>
+
 #include "core/error.h"
 
 #include "core/log.h"
@@ -31,10 +33,37 @@ namespace {
              "Halide target string such as 'x86-64-linux-avx2' or 'host-cuda-cuda_capability_86'");
 }
 
+// The first dash-separated word of `spec` that Halide knows as no architecture, bit width,
+// OS or feature ("" if it knows them all).
+std::string first_unknown_word(const std::string& spec) {
+  auto valid = [](const std::string& s) {
+    try {
+      return Halide::Target::validate_target_string(s);
+    } catch (const std::exception&) {  // Halide 21 throws on "vector_bits_xx" (std::stoi)
+      return false;
+    }
+  };
+  std::string word;
+  std::istringstream words(spec);
+  while (std::getline(words, word, '-')) {
+    const bool known = valid("host-" + word) || valid(word + "-64-linux") || valid("x86-" + word + "-linux") ||
+                       valid("x86-64-" + word);
+    if (!known) return word.empty() ? "(an empty word)" : word;
+  }
+  return "";
+}
+
+[[noreturn]] void unknown_word(const std::string& spec, const std::string& word) {
+  user_error("unknown target '", spec, "': '", word, "' is not a Halide architecture, OS or target feature; use "
+             "'host', 'host-cuda', or a Halide target string such as 'x86-64-linux-avx2' or "
+             "'host-cuda-cuda_capability_86'");
+}
+
 Halide::Target parse_target_unchecked(const std::string& spec) {
   if (spec.empty() || spec == "host") return Halide::get_host_target();
   std::string s = spec;
-  if (s.rfind("host-cuda", 0) == 0) {
+  if (const std::string word = first_unknown_word(s); !word.empty()) unknown_word(spec, word);
+  if (s == "host-cuda" || s.rfind("host-cuda-", 0) == 0) {
     std::string rest = s.substr(9);  // optional "-feature-feature"
     // Halide's "host-cuda" adds the compute capability of the GPU it finds (Halide 21 names
     // capabilities up to 86), unless the spec names one itself.
@@ -44,8 +73,7 @@ Halide::Target parse_target_unchecked(const std::string& spec) {
     if (!rest.empty()) {
       std::string full = t.to_string() + rest;
       if (!Halide::Target::validate_target_string(full)) {
-        user_error("unknown target '", spec, "': '", rest.substr(1),
-                   "' is not a Halide target feature");
+        user_error("unknown target '", spec, "': Halide cannot combine '", rest.substr(1), "' with ", t.to_string());
       }
       t = Halide::Target(full);
     }

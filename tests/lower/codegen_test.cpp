@@ -55,6 +55,15 @@ TEST(Targets, Parse) {
       EXPECT_NE(std::string(e.what()).find(std::string("unknown target '") + bad + "'"), std::string::npos) << e.what();
     }
   }
+  // A misspelt word is named.
+  for (auto [bad, word] : {std::pair{"host-cudaa", "cudaa"}, {"x86-64-linux-avx3", "avx3"}, {"host--cuda", "(an empty word)"}}) {
+    try {
+      parse_target(bad);
+      ADD_FAILURE() << bad << " was read as a target";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + word + "' is not a Halide"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // kiln's tensors are dense: lowering says so, so static shapes give Halide constant
