@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -163,6 +164,11 @@ std::string folder_of(const std::string& path) {
 // Writes `text` to `path` through a temporary file in the same folder (rename is atomic
 // only within one file system) that is flushed to disk before it replaces `path`.
 void write_atomically(const std::string& path, const std::string& text) {
+  // The per-user default's folder is made on first use; any other must exist.
+  if (path == user_tuning_db_path()) {
+    std::error_code ignored;
+    std::filesystem::create_directories(folder_of(path), ignored);
+  }
   const std::string tmp = folder_of(path) + "/.kiln_tuning." + std::to_string(getpid()) + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
@@ -241,7 +247,20 @@ void TuningDb::save() const {
 std::string tuning_db_path(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("KILN_TUNING_DB"); env && *env) return env;
+  if (::access("./kiln_tuning.json", F_OK) == 0) return "./kiln_tuning.json";  // a project's own
+  return user_tuning_db_path();
+}
+
+std::string user_tuning_db_path() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::string(xdg) + "/kiln/tuning.json";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/kiln/tuning.json";
   return "./kiln_tuning.json";
+}
+
+std::string describe(const TuningDb& db) {
+  if (!db.warning().empty()) return "tuning database " + db.path() + " ignored (" + db.warning() + ")";
+  if (db.entries().empty()) return "no tuning database at " + db.path() + " (the cost model decides)";
+  return "tuning database " + db.path() + " (" + std::to_string(db.entries().size()) + " entries)";
 }
 
 std::string tuning_target_key(const Halide::Target& target) {

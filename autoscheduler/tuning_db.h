@@ -70,8 +70,13 @@ class TuningDb {
 std::string contraction_knobs_to_text(const Knobs& k);
 Knobs contraction_knobs_from_text(const std::string& text);
 
-// The database path: `flag` if given, else $KILN_TUNING_DB, else ./kiln_tuning.json.
+// The database path: `flag` if given, else $KILN_TUNING_DB, else ./kiln_tuning.json where
+// the current folder has one, else the per-user one.
 std::string tuning_db_path(const std::string& flag = "");
+// The per-user database: $XDG_CACHE_HOME/kiln/tuning.json, else ~/.cache/kiln/tuning.json.
+std::string user_tuning_db_path();
+// For people: which file was read and how many entries it gave, or why none was.
+std::string describe(const TuningDb& db);
 // The target as a key: the target string without features that change only the runtime
 // or calling convention (no_runtime, user_context, jit, ...), so that a schedule tuned
 // through the JIT serves the same target built ahead of time.

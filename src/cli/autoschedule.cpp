@@ -3,11 +3,14 @@
 // schedule file in the schedules/ format, ready to be copied there and tuned by hand; or
 // on one registered model's forward pass, the schedule kiln::compile gives it, written
 // the same way, to be applied with kiln::scheduled_backend.
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "autoschedule.h"
+#include "tuning_db.h"
 #include "cli/commands.h"
 #include "cli/generator_args.h"
 #include "core/error.h"
@@ -25,11 +28,19 @@ struct Args {
   std::string out;       // default: <generator>.schedule.h
   std::string function;  // default: apply_schedule_<generator>_cpu (or _cuda)
   std::string db;        // --db PATH | none
+  bool force = false;    // overwrite an existing -o file
 };
 
 const char* kOptions =
-    "options: --target host|<Halide target>, -o FILE, --function NAME, --db PATH|none, "
+    "options: --target host|<Halide target>, -o FILE, --force (overwrite FILE), --function NAME, --db PATH|none, "
     "--model NAME (a model that shares a generator's name)";
+
+bool is_c_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
 
 Args parse(const std::vector<std::string>& args) {
   Args a;
@@ -41,7 +52,14 @@ Args parse(const std::vector<std::string>& args) {
     };
     if (args[i] == "--target") a.target = value();
     else if (args[i] == "-o") a.out = value();
-    else if (args[i] == "--function") a.function = value();
+    else if (args[i] == "--force") a.force = true;
+    else if (args[i] == "--function") {
+      a.function = value();
+      if (!is_c_identifier(a.function)) {
+        user_error("autoschedule: --function '", a.function, "' is not a C++ identifier (letters, digits and _, "
+                   "not starting with a digit)");
+      }
+    }
     else if (args[i] == "--db") a.db = value();
     else if (!args[i].empty() && args[i][0] == '-' && args[i] != "--model") {
       user_error("autoschedule: unknown option '", args[i], "'; ", kOptions);
@@ -63,7 +81,12 @@ std::string function_name(const Args& a, const std::string& name, const Halide::
   return a.function.empty() ? "apply_schedule_" + name + (target.has_gpu_feature() ? "_cuda" : "_cpu") : a.function;
 }
 
-void write_file(const std::string& file, const std::string& text) {
+// A schedule file is made to be edited by hand: an existing one is kept unless --force.
+void write_file(const Args& a, const std::string& file, const std::string& text) {
+  if (!a.force && std::filesystem::exists(file)) {
+    user_error("autoschedule: ", file, " exists (it may hold hand edits); pass --force to overwrite it, or -o "
+               "another file");
+  }
   std::ofstream f(file);
   f << text;
   f.close();
@@ -108,7 +131,7 @@ int autoschedule_model(const Args& a, const Halide::Target& target) {
   const size_t endif = text.rfind("\n#endif");
   KILN_CHECK(endif != std::string::npos, "schedule_header wrote no include guard");
   text.insert(endif, sizes);
-  write_file(file, text);
+  write_file(a, file, text);
   std::cout << m.model.name << ": predicted " << s.predicted_s * 1e3 << " ms" << (s.tuned ? " (tuned entry)" : " (cost model)")
             << ", lowered and scheduled in " << ms << " ms; wrote " << file << " (" << function << ")\n";
   return 0;
@@ -119,6 +142,10 @@ int autoschedule_model(const Args& a, const Halide::Target& target) {
 int autoschedule(const std::vector<std::string>& argv) {
   const Args a = parse(argv);
   const Halide::Target target = parse_target(a.target, "autoschedule");
+  if (a.db != "none") {
+    std::cout << "autoschedule: "
+              << autoschedule::describe(autoschedule::TuningDb::load(autoschedule::tuning_db_path(a.db))) << "\n";
+  }
   if (!a.model.empty()) return autoschedule_model(a, target);
   kernels::DirectKernel k = kernels::build_direct(kernels::make_spec(a.generator.name, a.generator.params));
   std::map<std::string, std::string> params;
@@ -128,7 +155,7 @@ int autoschedule(const std::vector<std::string>& argv) {
   const std::string gen = k.spec.generator;  // "kiln_softmax"
   const std::string file = a.out.empty() ? gen.substr(5) + ".schedule.h" : a.out;
   const std::string function = function_name(a, gen, target);
-  write_file(file, autoschedule::schedule_header(function, o.source, target,
+  write_file(a, file, autoschedule::schedule_header(function, o.source, target,
                                                  "Schedule for " + gen + " by the Kiln autoscheduler (kiln autoschedule)"));
   std::cout << gen << ": predicted " << o.predicted_s * 1e3 << " ms"
             << (o.tuned ? " (tuned entry, measured " + std::to_string(o.measured_ms) + " ms)" : " (cost model)")

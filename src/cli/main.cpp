@@ -34,7 +34,7 @@ const Command kCommands[] = {
      "      with a C entry point, its header, its weights with a C loader, and a README\n"},
     {"autoschedule",
      "  autoschedule <generator>[:param=value...]|<model>|--model NAME [--target host|<Halide target>]\n"
-     "               [-o FILE] [--function NAME] [--db PATH|none]\n"
+     "               [-o FILE [--force]] [--function NAME] [--db PATH|none]\n"
      "      schedule a kernel-library generator with the Kiln autoscheduler (its tuned entry\n"
      "      when the tuning database has one) and write the schedule file; for a model\n"
      "      (seed, mlp, gpt_block, resnet18), the schedule kiln::compile gives its forward\n"

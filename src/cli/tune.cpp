@@ -155,6 +155,7 @@ int tune(const std::vector<std::string>& argv) {
     user_error("tune: the tuning database ", db.path(), " cannot be used (", db.warning(),
                "); move it away or pass --db PATH");
   }
+  std::cout << "tune: " << autoschedule::describe(db) << "\n";
   const autoschedule::MachineModel machine = autoschedule::machine_for(target, {});
   autoschedule::TuneOptions options;
   options.candidates = a.candidates;

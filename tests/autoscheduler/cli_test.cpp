@@ -410,6 +410,9 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"autoschedule softmax -o /no/such/folder/x.h --db none", "cannot write /no/such/folder/x.h"},
       {"autoschedule", "no generator or model; usage: kiln autoschedule"},
       {"autoschedule --model", "--model needs a value"},
+      // A schedule file is edited by hand: kept unless --force.
+      {"autoschedule softmax --db none -o " + corrupt, corrupt + " exists (it may hold hand edits); pass --force"},
+      {"autoschedule softmax --function 9lives", "--function '9lives' is not a C++ identifier"},
       {"machine --calibrated", "machine: unknown argument '--calibrated'; options: --target"},
       {"machine --target pdp11", "is not a target; use host or a Halide target string"},
       // Halide throws std::invalid_argument or Halide::CompileError for these, which

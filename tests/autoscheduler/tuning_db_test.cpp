@@ -4,6 +4,8 @@
 // current folder, in that order.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -198,11 +200,24 @@ TEST(TuningDb, AFailedSaveLeavesTheOldFileIntact) {
   }
 }
 
-TEST(TuningDb, PathFromFlagThenEnvironmentThenCurrentFolder) {
+TEST(TuningDb, PathFromFlagThenEnvironmentThenCurrentFolderThenPerUser) {
   const char* old = std::getenv("KILN_TUNING_DB");
   const std::string saved = old ? old : "";
   unsetenv("KILN_TUNING_DB");
-  EXPECT_EQ(as::tuning_db_path(), "./kiln_tuning.json");
+  const char* old_xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_xdg = old_xdg ? old_xdg : "";
+  const TempDir dir;
+  setenv("XDG_CACHE_HOME", dir.path().c_str(), 1);
+  if (::access("./kiln_tuning.json", F_OK) != 0) {
+    EXPECT_EQ(as::tuning_db_path(), dir.path() + "/kiln/tuning.json");
+    // Saving there makes the folder.
+    as::TuningDb db = as::TuningDb::load(as::tuning_db_path());
+    EXPECT_NE(as::describe(db).find("no tuning database at " + dir.path() + "/kiln/tuning.json"), std::string::npos);
+    db.save();
+    EXPECT_EQ(::access((dir.path() + "/kiln/tuning.json").c_str(), F_OK), 0);
+  }
+  if (old_xdg) setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+  else unsetenv("XDG_CACHE_HOME");
   setenv("KILN_TUNING_DB", "/tmp/env.json", 1);
   EXPECT_EQ(as::tuning_db_path(), "/tmp/env.json");
   EXPECT_EQ(as::tuning_db_path("/tmp/flag.json"), "/tmp/flag.json");
