@@ -1,6 +1,7 @@
-// A small JSON value with a strict parser and a pretty printer: enough for the tuning
-// database, which must tell a corrupt file from a good one rather than guess. No external
-// dependency, so the autoscheduler plugin links nothing but Halide.
+// A small JSON value for the tuning database, which must tell a corrupt file from a good
+// one rather than guess: typed accessors that throw ParseError naming what is wrong. The
+// text is read and written by nlohmann-json (json.cpp; header-only, so the autoscheduler
+// plugin still links nothing but Halide).
 #pragma once
 
 #include <map>
