@@ -4,7 +4,7 @@
 //
 // Parameters (Halide's AutoschedulerParams::extra):
 //   machine=<KILN_MACHINE-style overrides>   parallelism=<cores> (as Halide's take it)
-//   db=<path> (else $KILN_TUNING_DB, else ./kiln_tuning.json), or db=none: cost model only
+//   db=<path> (else tuning_db_path()'s default), or db=none: cost model only
 #pragma once
 
 #include <Halide.h>

@@ -81,7 +81,7 @@ Prediction predict_added_work(const StagePlan& plan, const MachineModel& m);
 
 // Seconds the thread pool's lock is held per task while `claimers` cores claim tasks
 // from it: lock_us x log2(claimers), at least half of lock_us. Fitted to stages of empty
-// tasks (apps/bench/results/2026-12-06_session9_*_threadpool_calib.txt): on the 16-core
+// tasks (docs/benchmarks.md, "The thread pool"): on the 16-core
 // Xeon 0.17, 0.47, 0.70 and 1.08 us a task with 2, 4, 8 and 16 cores claiming (0.74 past
 // 16 tasks), on the 2-core VM 0.11-0.16 us; lock_us = 0.22 gives 0.22, 0.44, 0.66, 0.88.
 double pool_lock_s(double claimers, const MachineModel& m);

@@ -1,5 +1,5 @@
 // The generators of the kernel library. Sizes: estimates are those of
-// ../shared/bench/torch_suite.py scaled for a CPU (what `kiln bench-kernels` runs);
+// bench/torch_suite.py scaled for a CPU (what `kiln bench-kernels` runs);
 // trace sizes only need to keep independent dynamic dims apart.
 #include <functional>
 

@@ -1,7 +1,7 @@
 """PyTorch side of `kiln bench`, timed the way kiln times itself: a host clock around
 call + torch.cuda.synchronize(), median of --reps runs after warm-up.
 
-../shared/bench/torch_suite.py times PyTorch with CUDA events, which leave out host-side
+bench/torch_suite.py times PyTorch with CUDA events, which leave out host-side
 launch overhead that kiln's host-clock numbers include; run both in the same command as
 `kiln bench` and compare like with like. Prints the same JSON lines (impl torch-*-hostclock).
 """

@@ -1,4 +1,4 @@
-// kiln bench: the workloads of ../shared/bench/torch_suite.py with the same names and
+// kiln bench: the workloads of bench/torch_suite.py with the same names and
 // sizes, eager and compiled, one JSON object per line so both suites line up.
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 // One benchmark result as the JSON line `kiln bench` and `kiln bench-kernels` print, the
-// format of ../shared/bench/torch_suite.py:
+// format of bench/torch_suite.py:
 //   {"name": ..., "impl": ..., "target": "cpu"|"cuda", "ms": ..., ["GBps"|"TFLOPs": ...,]
 //    ["peak_MB": ...,] "runs": ...}
 #pragma once

@@ -45,7 +45,8 @@ const Command kCommands[] = {
      "      time the Kiln autoscheduler's best candidates on this machine (its GPU for a\n"
      "      CUDA target): a generator at its estimate sizes, a model's forward pass on its\n"
      "      example inputs; the fastest goes into the tuning database (--db >\n"
-     "      $KILN_TUNING_DB > ./kiln_tuning.json), which kiln::compile and kiln aot read too\n"},
+     "      $KILN_TUNING_DB > ./kiln_tuning.json > ~/.cache/kiln/tuning.json), which\n"
+     "      kiln::compile and kiln aot read too\n"},
     {"machine",
      "  machine [--target host|<Halide target>] [--calibrate]\n"
      "      print the machine model the Kiln autoscheduler plans for (detected, then\n"

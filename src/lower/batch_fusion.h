@@ -5,7 +5,7 @@
 // them), and behind that another batched matmul (Q @ K^T) with its packed b and stored
 // operand. One parallel loop instead of five, and a head's Q, K, V, scores and
 // probabilities stay in the cache of the core that computes them (compiled attention on
-// the 2-core Xeon: 0.415 to 0.326 ms, apps/bench/results/2026-12-06_session14.md).
+// the 2-core Xeon: 0.415 to 0.326 ms, docs/benchmarks.md).
 //
 // The Kiln scheduler decides it per matmul (autoschedule::MatmulTasks::per_batch, a knob):
 // prepare_kiln_schedule gives the matmul one task per batch element in the rules' loops,

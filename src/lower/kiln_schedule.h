@@ -45,7 +45,7 @@ struct KilnScheduleOptions {
   // A candidate's choices (what `kiln tune <model>` times), replacing the cost model's; a
   // knob that does not fit the pipeline is a kiln::Error.
   const autoschedule::Knobs* knobs = nullptr;
-  // The tuning database: "" for $KILN_TUNING_DB, else ./kiln_tuning.json; "none": not read.
+  // The tuning database: "" for autoschedule::tuning_db_path()'s default; "none": not read.
   std::string db;
 };
 

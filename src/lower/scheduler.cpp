@@ -69,8 +69,8 @@ void check_scheduler_name(const std::string& name, const std::string& where) {
 }
 
 std::string resolve_default_scheduler(const std::string& name, bool /*gpu_target*/) {
-  // Kiln on every target since its GPU search (2.2x the rules on kiln bench's CUDA suite,
-  // apps/bench/results/2026-12-03_h200_kiln_gpu.md).
+  // Kiln on every target: 2.2x the rules on kiln bench's CUDA suite on the H200, 1.6x on
+  // the 2-core CPU (docs/benchmarks.md).
   if (name != "default") return name;
   return "Kiln";
 }

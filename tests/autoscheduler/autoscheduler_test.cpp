@@ -752,8 +752,8 @@ TEST(CostModel, PrefetchedStreamsHideUnderTheArithmetic) {
 }
 
 // Halide's thread pool hands tasks out under one lock. On 16 cores a stage of 256 empty
-// tasks took 190 us, 29 us on 2 (apps/bench/results/2026-12-06_session9_*_threadpool_
-// calib.txt): a stage of short tasks costs its tasks in series, more the more cores
+// tasks took 190 us, 29 us on 2 (kiln_threadpool_calib, docs/benchmarks.md, "The thread
+// pool"): a stage of short tasks costs its tasks in series, more the more cores
 // contend, while tasks of real work claim at different times and hardly contend.
 // (task_us, a core's own cost of a task, is the 2-core Zen 4's 0.5 us with real work;
 // the 2-core Xeon VM's empty tasks cost 0.1-0.2 us.)

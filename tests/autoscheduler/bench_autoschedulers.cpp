@@ -1,7 +1,7 @@
 // Not a test: times kiln's default rules, the Kiln autoscheduler and Halide's
 // Mullapudi2016 and Adams2019 on three kiln pipelines (search time, then the best of
-// several runs), checking each against the default schedule's output. Used for
-// apps/bench/results/*_autoscheduler_cpu.md.
+// several runs), checking each against the default schedule's output. Current numbers
+// for Kiln against Halide's autoschedulers: docs/benchmarks.md (kiln bench-kernels).
 //   kiln_autoscheduler_bench <halide lib64 dir> <libautoschedule_kiln.so> [runs]
 #include <chrono>
 #include <cstdio>
