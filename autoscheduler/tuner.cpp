@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "fingerprint.h"
+#include "core/stats.h"
 
 namespace kiln::autoschedule {
 
@@ -46,11 +47,6 @@ std::vector<size_t> finalists(const std::vector<Measurement>& measured, int n) {
   if (!measured.empty() && measured[0].ok && std::find(ok.begin(), ok.end(), 0) == ok.end()) ok.push_back(0);
   std::sort(ok.begin(), ok.end());
   return ok;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 }  // namespace

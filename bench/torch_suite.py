@@ -3,7 +3,7 @@
 Run on a machine with PyTorch (the GPU machine has it); not run in CI:
     python3 bench/torch_suite.py --device cuda            # all workloads
     python3 bench/torch_suite.py --device cpu --filter seed
-The workloads are `kiln bench`'s (src/cli/bench.cpp), with the same names and sizes
+The workloads are `kiln bench`'s (tools/cli/bench.cpp), with the same names and sizes
 (divided by 8 on a CPU); docs/benchmarks.md lists them. --bf16 adds bf16 variants of the
 MLP and attention on the GPU, which kiln bench does not have.
 Prints one JSON object per line and implementation, in the format of `kiln bench`:

@@ -2,7 +2,8 @@
 #   P/lib/libkiln.a, P/include/kiln/** (so `#include "kiln.h"` works), P/bin/kiln,
 #   P/bin/kiln_generators (the kernel-library generators, schedules compiled in),
 #   P/lib/libautoschedule_kiln.so (kiln's autoscheduler plugin),
-#   P/lib/cmake/kiln/ (kilnConfig.cmake, the exported targets kiln::kiln,
+#   P/lib/libkiln_models.a and P/include/kiln/models/ (the registered models),
+#   P/lib/cmake/kiln/ (kilnConfig.cmake, the exported targets kiln::kiln, kiln::models,
 #   kiln::generators and kiln::Kiln, and the CMake functions: kiln_add_kernel_library,
 #   Halide's autoscheduler targets).
 # An outside project then needs only find_package(kiln REQUIRED). The config records the
@@ -14,8 +15,11 @@ include(CMakePackageConfigHelpers)
 set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 
 install(TARGETS kiln EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln
-        FILES_MATCHING PATTERN "*.h" PATTERN "cli" EXCLUDE)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h")
+# The registered models, as kiln::models: #include "models/models.h".
+install(TARGETS kiln_models EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/models/models.h ${PROJECT_SOURCE_DIR}/models/seed.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/models)
 # The installed command finds libHalide.so where it was at build time.
 get_target_property(_kiln_libhalide Halide::Halide LOCATION)
 get_filename_component(_kiln_libhalide_dir "${_kiln_libhalide}" DIRECTORY)

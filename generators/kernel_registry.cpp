@@ -3,7 +3,7 @@
 // trace sizes only need to keep independent dynamic dims apart.
 #include <functional>
 
-#include "common/seed.h"
+#include "models/seed.h"
 #include "kernel_spec.h"
 #include "ops/api.h"
 
@@ -78,7 +78,7 @@ std::vector<GeneratorInfo> make_generators() {
   g.push_back({"kiln_seed", "exp(sin x) + log|cos x|, the seed expression, 1-D, any length", {}, [](const Params&) {
                  KernelSpec s;
                  s.inputs = {{"x", DType::F32, {2}, {1 << 23}}};
-                 s.fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{apps::compute_expression(in[0])}; };
+                 s.fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{models::compute_expression(in[0])}; };
                  s.dynamic = true;
                  return s;
                }});

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "common/args.h"
-#include "common/seed.h"
-#include "common/timing.h"
+#include "models/seed.h"
+#include "runtime/timing.h"
 #include "kiln.h"
 
 using namespace kiln;
@@ -78,10 +78,10 @@ int run_grad(const Args& a, const Tensor& x_host) {
   CompileOptions opts;
   opts.target = a.target;
   opts.input_names = {"x"};
-  auto compiled = compile(apps::compute_expression, opts);
+  auto compiled = compile(models::compute_expression, opts);
   auto eager_step = [&] {
     x.zero_grad();
-    sum(apps::compute_expression(x)).backward();
+    sum(models::compute_expression(x)).backward();
     return x.grad();
   };
   auto compiled_step = [&] {
@@ -96,8 +96,8 @@ int run_grad(const Args& a, const Tensor& x_host) {
   bool ok = allclose(eager, want, 1e-4, 1e-4) && allclose(comp, want, 1e-4, 1e-4) && allclose(comp, eager, 1e-5, 1e-5);
   std::printf("grad of sum(compute_expression(x)) vs analytic: eager max_abs_err=%.3g, compiled max_abs_err=%.3g\n",
               max_abs_diff(eager, want), max_abs_diff(comp, want));
-  double eager_ms = apps::median_ms(eager_step, a.reps);
-  double compiled_ms = apps::median_ms(compiled_step, a.reps);
+  double eager_ms = timing::median_ms(eager_step, a.reps);
+  double compiled_ms = timing::median_ms(compiled_step, a.reps);
   if (!ok) {
     std::printf("compute_expression --grad: FAILED max_abs_err=%.3g\n", err);
     return 1;
@@ -122,7 +122,7 @@ int run(const Args& a) {
   CompileOptions debug;
   debug.backend = debug_backend(a.dot);
   debug.input_names = {"x"};
-  auto debug_compiled = compile(apps::compute_expression, debug);
+  auto debug_compiled = compile(models::compute_expression, debug);
   debug_compiled(x);
   std::cout << "wrote " << a.dot << "\n";
 
@@ -130,11 +130,11 @@ int run(const Args& a) {
   opts.target = a.target;
   opts.input_names = {"x"};
   opts.dynamic = true;
-  auto compiled = compile(apps::compute_expression, opts);
+  auto compiled = compile(models::compute_expression, opts);
 
   Tensor xd = gpu ? x.to(Device::cuda()) : x;
   Tensor ref = reference(x);
-  Tensor eager = apps::compute_expression(xd).to_host();
+  Tensor eager = models::compute_expression(xd).to_host();
   Tensor out = compiled(xd).to_host();
 
   double err_ce = max_abs_diff(out, eager);
@@ -146,8 +146,8 @@ int run(const Args& a) {
   std::printf("compiled vs reference: max_abs_err=%.3g\n", err_cr);
   std::printf("eager vs reference:    max_abs_err=%.3g (allclose rtol=atol=1e-4: %s)\n", err_er, ok_ref ? "yes" : "NO");
 
-  double eager_ms = apps::median_ms([&] { return apps::compute_expression(xd); }, a.reps);
-  double compiled_ms = apps::median_ms([&] { return compiled(xd); }, a.reps);
+  double eager_ms = timing::median_ms([&] { return models::compute_expression(xd); }, a.reps);
+  double compiled_ms = timing::median_ms([&] { return compiled(xd); }, a.reps);
   std::printf("n=%lld target=%s: eager %.3f ms, compiled %.3f ms (median of %d)\n",
               (long long)a.n, a.target.c_str(), eager_ms, compiled_ms, a.reps);
   if (!ok_ce || !ok_ref) {

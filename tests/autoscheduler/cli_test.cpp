@@ -96,7 +96,7 @@ TEST(KilnAutoscheduleCommand, WrittenScheduleFilesCompileAndScheduleTheirGenerat
 // scheduled_backend, to eager's results, in a process whose Funcs have other "$n"
 // suffixes (the file finds its Funcs by key); one that does not fit is a kiln::Error.
 TEST(KilnAutoscheduleCommand, AModelsScheduleFileSchedulesTheModelCompiledAgain) {
-  const kiln::apps::Model m = kiln::apps::make_model("gpt_block");
+  const kiln::models::Model m = kiln::models::make_model("gpt_block");
   const std::string file = kiln::as_test::read_text(KILN_CLI_SCHEDULE_DIR "/kiln_cli_model_gpt_block.schedule.h");
   EXPECT_NE(file.find("kiln::pipeline_func(pipeline, \"layer_norm_sum#2\")"), std::string::npos) << file;
   EXPECT_EQ(file.find("get_func("), std::string::npos) << file;
@@ -141,7 +141,7 @@ TEST(KilnAutoscheduleCommand, AModelsScheduleFileSchedulesTheModelCompiledAgain)
 // compile uses, with eager's results; a malformed text or a Func the model lacks is a
 // kiln::Error saying so.
 TEST(KilnAutoscheduleCommand, AModelsScheduleFileHoldsItsContractionsSizes) {
-  const kiln::apps::Model m = kiln::apps::make_model("gpt_block");
+  const kiln::models::Model m = kiln::models::make_model("gpt_block");
   const std::string sizes = apply_schedule_cli_gpt_block_contractions;
   EXPECT_NE(sizes.find("\"matmul_tasks\": {"), std::string::npos) << sizes;
   EXPECT_NE(sizes.find("\"matmul_acc#2\": {"), std::string::npos) << sizes;

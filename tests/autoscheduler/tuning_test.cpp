@@ -609,7 +609,7 @@ TEST(Tuning, HalfWidthLibmLoopsComputeTheSameResults) {
 // Without the numbers, one knob set both layer norms' bands and candidates repeated.
 TEST(Tuning, KnobKeysOfRepeatedFuncsHoldWhateverTheProcessMadeBefore) {
   auto keys = [] {
-    const kiln::apps::Model m = kiln::apps::make_model("gpt_block");
+    const kiln::models::Model m = kiln::models::make_model("gpt_block");
     const kiln::Graph g = kiln::trace(m.forward, m.inputs);
     const kiln::SizeEstimates sizes = kiln::estimates_from(g, m.inputs);
     std::map<std::string, std::string> out;  // key -> its Func's stable name and extents
@@ -630,7 +630,7 @@ TEST(Tuning, KnobKeysOfRepeatedFuncsHoldWhateverTheProcessMadeBefore) {
   };
   const std::map<std::string, std::string> first = keys();
   EXPECT_TRUE(first.count("layer_norm_sum") && first.count("layer_norm_sum#2"));
-  kiln::apps::make_model("mlp").forward(kiln::apps::make_model("mlp").inputs);  // other Funcs, other "$n"
+  kiln::models::make_model("mlp").forward(kiln::models::make_model("mlp").inputs);  // other Funcs, other "$n"
   EXPECT_EQ(keys(), first);
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "HalideRuntime.h"
-#include "common/seed.h"
+#include "models/seed.h"
 #include "kiln.h"
 
 namespace kiln::testing {
@@ -27,7 +27,7 @@ struct KernelCase {
 inline std::vector<KernelCase> kernel_cases() {
   std::vector<KernelCase> c;
   Tensor x1 = rand({100003}, 1, -3, 3);
-  c.push_back({"seed", {x1}, apps::compute_expression(x1)});
+  c.push_back({"seed", {x1}, models::compute_expression(x1)});
   Tensor x = randn({37, 203}, 2), y = randn({37, 203}, 3);
   c.push_back({"unary", {x}, relu(x)});
   c.push_back({"binary", {x, y}, x + y});

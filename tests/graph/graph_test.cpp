@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "common/seed.h"
+#include "models/seed.h"
 #include "kiln.h"
 
 using namespace kiln;
@@ -8,7 +8,7 @@ using namespace kiln;
 namespace {
 
 // The seed's expression, shared with the apps.
-Tensor seed_expression(const Tensor& x) { return apps::compute_expression(x); }
+Tensor seed_expression(const Tensor& x) { return models::compute_expression(x); }
 
 Graph seed_graph() {
   CompileOptions o;

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   }
   try {
     for (int i = 2; i < argc; ++i) {
-      kiln::apps::Model m = kiln::apps::make_model(argv[i]);
+      kiln::models::Model m = kiln::models::make_model(argv[i]);
       std::vector<kiln::Tensor> out = m.forward(m.inputs);
       std::ofstream f(std::string(argv[1]) + "/" + argv[i] + ".ref", std::ios::binary);
       write_tensor(f, m.inputs.at(0));

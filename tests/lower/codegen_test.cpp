@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/seed.h"
+#include "models/seed.h"
 #include "kiln.h"
 #include "lower/lower_to_halide.h"
 #include "lower/target.h"
@@ -16,7 +16,7 @@ using namespace kiln;
 namespace {
 
 // The seed's expression, shared with the apps.
-Tensor seed_expression(const Tensor& x) { return apps::compute_expression(x); }
+Tensor seed_expression(const Tensor& x) { return models::compute_expression(x); }
 
 Graph seed_graph(bool dynamic) {
   CompileOptions o;

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/seed.h"
+#include "models/seed.h"
 #include "core/log_capture.h"
 #include "kiln.h"
 
@@ -12,7 +12,7 @@ using namespace kiln;
 namespace {
 
 // The seed's expression, shared with the apps.
-Tensor seed_expression(const Tensor& x) { return apps::compute_expression(x); }
+Tensor seed_expression(const Tensor& x) { return models::compute_expression(x); }
 
 using kiln::testing::logged;
 

@@ -55,18 +55,18 @@ void expect_kiln_matches(const TensorFn& fn, const std::vector<Tensor>& inputs, 
 }
 
 // Small configurations of the registered models, so the test runs in seconds.
-std::map<std::string, apps::Model> small_models() {
-  std::map<std::string, apps::Model> m;
-  m.emplace("seed", apps::make_seed(1000));
-  m.emplace("mlp", apps::make_mlp({8, 32, 48, 5}));
-  m.emplace("gpt_block", apps::make_gpt_block({2, 16, 32, 4}));
-  m.emplace("resnet18", apps::make_resnet18({2, 16, 3, 8, 5}));
+std::map<std::string, models::Model> small_models() {
+  std::map<std::string, models::Model> m;
+  m.emplace("seed", models::make_seed(1000));
+  m.emplace("mlp", models::make_mlp({8, 32, 48, 5}));
+  m.emplace("gpt_block", models::make_gpt_block({2, 16, 32, 4}));
+  m.emplace("resnet18", models::make_resnet18({2, 16, 3, 8, 5}));
   return m;
 }
 
 TEST(KilnScheduler, EveryRegisteredModelMatchesDefaultAndEager) {
-  const std::map<std::string, apps::Model> models = small_models();
-  for (const std::string& name : apps::model_names()) {
+  const std::map<std::string, models::Model> models = small_models();
+  for (const std::string& name : models::model_names()) {
     SCOPED_TRACE(name);
     auto it = models.find(name);
     ASSERT_NE(it, models.end()) << "model " << name << " is registered but has no small configuration here";
@@ -79,11 +79,11 @@ TEST(KilnScheduler, EveryRegisteredModelMatchesDefaultAndEager) {
 // between a matmul and the gelu whose tiles compute it, and Halide rejected it; hidden
 // layers of 128 columns (whole register tiles) make such epilogue hosts.
 TEST(KilnScheduler, EveryRegisteredModelMatchesWhenPlannedForOtherMachines) {
-  std::map<std::string, apps::Model> models = small_models();
+  std::map<std::string, models::Model> models = small_models();
   models.erase("mlp");
   models.erase("gpt_block");
-  models.emplace("mlp", apps::make_mlp({16, 64, 128, 5}));
-  models.emplace("gpt_block", apps::make_gpt_block({2, 16, 64, 4}));
+  models.emplace("mlp", models::make_mlp({16, 64, 128, 5}));
+  models.emplace("gpt_block", models::make_gpt_block({2, 16, 64, 4}));
   for (const char* machine : {"cores=1", "cores=16", "cores=64,vector_bits=256,lock_us=1"}) {
     SCOPED_TRACE(machine);
     ScopedEnv env("KILN_MACHINE", std::string(machine));
@@ -98,7 +98,7 @@ TEST(KilnScheduler, EveryRegisteredModelMatchesWhenPlannedForOtherMachines) {
 // inlined adds its arithmetic to tasks that run anyway. On 16 and 64 cores, where handing
 // out tasks costs most, the seed's cheap pointwise Funcs stay inlined.
 TEST(KilnScheduler, CheapPointwiseFuncsStayInlinedOnManyCores) {
-  const apps::Model seed = apps::make_seed(1 << 20);
+  const models::Model seed = models::make_seed(1 << 20);
   for (const char* machine : {"cores=16", "cores=64,lock_us=1"}) {
     SCOPED_TRACE(machine);
     ScopedEnv env("KILN_MACHINE", std::string(machine));

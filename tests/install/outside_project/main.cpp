@@ -1,10 +1,11 @@
-// Uses an installed kiln: a model of kiln::Tensor ops run eagerly and through
-// kiln::compile, checked against each other; and the kernel libraries this project built
+// Uses an installed kiln: a model of kiln::Tensor ops, and a registered model of
+// kiln::models, run eagerly and through kiln::compile, checked against each other; and the kernel libraries this project built
 // with kiln_add_kernel_library (outside_kernels_*, outside_kiln_*), checked against
 // kiln's eager ops.
 #include <cstdio>
 
 #include "kiln.h"
+#include "models/models.h"
 #include "outside_kernels_matmul.h"
 #include "outside_kernels_softmax.h"
 #include "outside_kiln_softmax.h"
@@ -50,6 +51,12 @@ int main() {
   Tensor m_out = zeros(m_expected.shape(), m_expected.dtype());
   rc = outside_kernels_matmul(a.buffer().raw_buffer(), b.buffer().raw_buffer(), m_out.buffer().raw_buffer());
   ok &= check("outside_kernels_matmul", rc, m_out, m_expected, 1e-4, 1e-5);
+
+  // A registered model (kiln::models), eager against compiled.
+  models::Model mlp = models::make_model("mlp");
+  const std::vector<Tensor> mlp_eager = mlp.forward(mlp.inputs);
+  const std::vector<Tensor> mlp_compiled = compile(mlp.forward)(mlp.inputs);
+  ok &= check("models::mlp", 0, mlp_compiled[0], mlp_eager[0], 1e-4, 1e-5);
 
   std::printf("outside_project: %s\n", ok ? "OK" : "MISMATCH");
   return ok ? 0 : 1;

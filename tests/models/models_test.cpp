@@ -10,7 +10,7 @@ using namespace kiln;
 
 namespace {
 
-void expect_model_matches(const apps::Model& m) {
+void expect_model_matches(const models::Model& m) {
   SCOPED_TRACE(m.name);
   Tensor eager = m.forward(m.inputs)[0];
   Tensor compiled = compile(m.forward)(m.inputs)[0];
@@ -22,17 +22,17 @@ void expect_model_matches(const apps::Model& m) {
   EXPECT_TRUE(allclose(eager, ref, 1e-4, 1e-5)) << max_abs_diff(eager, ref);
 }
 
-TEST(Models, Seed) { expect_model_matches(apps::make_seed(1000)); }
-TEST(Models, Mlp) { expect_model_matches(apps::make_mlp({8, 32, 48, 5})); }
-TEST(Models, GptBlock) { expect_model_matches(apps::make_gpt_block({2, 16, 32, 4})); }
-TEST(Models, ResNet18) { expect_model_matches(apps::make_resnet18({2, 16, 3, 8, 5})); }
+TEST(Models, Seed) { expect_model_matches(models::make_seed(1000)); }
+TEST(Models, Mlp) { expect_model_matches(models::make_mlp({8, 32, 48, 5})); }
+TEST(Models, GptBlock) { expect_model_matches(models::make_gpt_block({2, 16, 32, 4})); }
+TEST(Models, ResNet18) { expect_model_matches(models::make_resnet18({2, 16, 3, 8, 5})); }
 
 // Every model's CUDA code generates without a GPU (CI has none): lowering, the default GPU
 // schedule and PTX generation. (ResNet's block inputs feed two convolutions each.)
 TEST(Models, EveryModelGeneratesCudaCode) {
   Halide::Target cuda = parse_target("host-cuda");
-  for (const apps::Model& m : {apps::make_seed(1000), apps::make_mlp({8, 32, 48, 5}),
-                               apps::make_gpt_block({2, 16, 32, 4}), apps::make_resnet18({2, 16, 3, 8, 5})}) {
+  for (const models::Model& m : {models::make_seed(1000), models::make_mlp({8, 32, 48, 5}),
+                               models::make_gpt_block({2, 16, 32, 4}), models::make_resnet18({2, 16, 3, 8, 5})}) {
     SCOPED_TRACE(m.name);
     Graph g = trace(m.forward, m.inputs);
     EXPECT_NO_THROW({
@@ -44,7 +44,7 @@ TEST(Models, EveryModelGeneratesCudaCode) {
 
 TEST(Models, GptBlockIsCausal) {
   // Changing the last token must not change the outputs of earlier tokens.
-  apps::Model m = apps::make_gpt_block({1, 8, 16, 2});
+  models::Model m = models::make_gpt_block({1, 8, 16, 2});
   Tensor x = m.inputs[0];
   std::vector<double> v = x.to_doubles();
   for (int j = 0; j < 16; ++j) v[size_t(7 * 16 + j)] += 1.0;
@@ -58,7 +58,7 @@ TEST(Models, GptBlockIsCausal) {
 
 TEST(Models, UnknownNameListsTheModels) {
   try {
-    apps::make_model("resnet");
+    models::make_model("resnet");
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("gpt_block"), std::string::npos);

@@ -1,5 +1,5 @@
-// Timing helpers shared by apps and benchmarks: median of repeated runs after warm-up,
-// with the GPU synchronized inside the timed region.
+// Timing a kiln function as kiln's benchmarks do: the median of repeated runs after
+// warm-up, with the GPU synchronized inside the timed region.
 #pragma once
 
 #include <algorithm>
@@ -7,9 +7,10 @@
 #include <functional>
 #include <vector>
 
+#include "core/stats.h"
 #include "kiln.h"
 
-namespace kiln::apps {
+namespace kiln::timing {
 
 // Waits for the GPU work that produced `t` (no-op for CPU tensors).
 inline void sync(const Tensor& t) {
@@ -26,8 +27,7 @@ inline double median_ms(const std::function<Tensor()>& fn, int reps = 30, int wa
     auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return median(ms);
 }
 
 // The median milliseconds of each of `fns`, timed in `reps` interleaved rounds (each
@@ -48,11 +48,8 @@ inline std::vector<double> interleaved_median_ms(const std::vector<std::function
     }
   }
   std::vector<double> medians;
-  for (std::vector<double>& m : ms) {
-    std::sort(m.begin(), m.end());
-    medians.push_back(m[m.size() / 2]);
-  }
+  for (const std::vector<double>& m : ms) medians.push_back(median(m));
   return medians;
 }
 
-}  // namespace kiln::apps
+}  // namespace kiln::timing

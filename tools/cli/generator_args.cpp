@@ -32,7 +32,7 @@ GeneratorArg parse_generator_arg(const std::string& arg, const std::string& comm
 }
 
 bool is_model_name(const std::string& name) {
-  const std::vector<std::string> models = apps::model_names();
+  const std::vector<std::string> models = models::model_names();
   if (std::find(models.begin(), models.end(), name) == models.end()) return false;
   for (const kernels::GeneratorInfo& g : kernels::generators()) {
     if (g.name == name || g.name == "kiln_" + name) return false;
@@ -46,12 +46,12 @@ void check_generator_or_model(const std::string& name, const std::string& comman
     if (g.name == name || g.name == "kiln_" + name) return;
     generators += (generators.empty() ? "" : ", ") + g.name;
   }
-  for (const std::string& m : apps::model_names()) models += (models.empty() ? "" : ", ") + m;
+  for (const std::string& m : models::model_names()) models += (models.empty() ? "" : ", ") + m;
   user_error(command, ": '", name, "' is neither a kernel generator (", generators, ") nor a model (", models, ")");
 }
 
 ModelPipeline model_pipeline(const std::string& name) {
-  ModelPipeline p{apps::make_model(name), Graph(), SizeEstimates()};
+  ModelPipeline p{models::make_model(name), Graph(), SizeEstimates()};
   CompileOptions options;
   options.name = p.model.name;
   p.graph = trace(p.model.forward, p.model.inputs, options);

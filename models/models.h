@@ -8,7 +8,7 @@
 
 #include "kiln.h"
 
-namespace kiln::apps {
+namespace kiln::models {
 
 struct Model {
   std::string name;
@@ -41,4 +41,4 @@ std::vector<std::string> model_names();
 // The model of that name at its default size; throws kiln::Error listing the names.
 Model make_model(const std::string& name);
 
-}  // namespace kiln::apps
+}  // namespace kiln::models

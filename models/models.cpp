@@ -3,9 +3,9 @@
 #include <cmath>
 #include <optional>
 
-#include "common/seed.h"
+#include "models/seed.h"
 
-namespace kiln::apps {
+namespace kiln::models {
 
 namespace {
 // Weights ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as PyTorch's default Linear init.
@@ -155,4 +155,4 @@ Model make_model(const std::string& name) {
   user_error("unknown model '", name, "'; available models: ", known);
 }
 
-}  // namespace kiln::apps
+}  // namespace kiln::models

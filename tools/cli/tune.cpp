@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/generator_args.h"
-#include "common/timing.h"
+#include "runtime/timing.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "kernel_spec.h"
@@ -129,7 +129,7 @@ autoschedule::Trial measure_model(const ModelPipeline& m, const std::vector<Tens
     source = apply_kiln_schedule(l, t, m.sizes, options).source;
   });
   auto run = [kernel, inputs] {
-    for (const Tensor& t : kernel->run(inputs)) apps::sync(t);
+    for (const Tensor& t : kernel->run(inputs)) timing::sync(t);
   };
   const kernels::KernelTiming t =
       kernels::time_runs(run, reps, std::max(0.0, seconds_left), kernels::KernelTimer::kWarmSeconds);

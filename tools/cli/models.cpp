@@ -9,7 +9,7 @@
 #include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "common/timing.h"
+#include "runtime/timing.h"
 #include "kiln.h"
 #include "models/models.h"
 
@@ -50,9 +50,9 @@ int models(const std::vector<std::string>& args) {
   int timed = 0;
   std::fprintf(table, "%-10s %-9s %-6s %-12s %-12s %-12s %-12s %-10s %-10s\n", "model", "scheduler", "match",
                "abs(c,e)", "rel(c,e)", "abs(c,ref)", "rel(c,ref)", "eager_ms", "compiled_ms");
-  for (const std::string& name : apps::model_names()) {
+  for (const std::string& name : models::model_names()) {
     if (!std::regex_search(name, re)) continue;
-    apps::Model m = apps::make_model(name);
+    models::Model m = models::make_model(name);
     Tensor eager = m.forward(m.inputs)[0];
     Tensor ref = interpret(trace(m.forward, m.inputs), m.inputs, InterpretMode::Reference)[0];
     // Eager and every compiled version, timed in the same interleaved rounds.
@@ -73,7 +73,7 @@ int models(const std::vector<std::string>& args) {
       checks.push_back(text);
       runs.push_back([&m, compiled] { return compiled(m.inputs)[0]; });
     }
-    const std::vector<double> ms = apps::interleaved_median_ms(runs, a.reps, 1);
+    const std::vector<double> ms = timing::interleaved_median_ms(runs, a.reps, 1);
     const double eager_ms = ms[0];
     const std::vector<double> compiled_ms(ms.begin() + 1, ms.end());
     if (a.json) print_bench_json({"model_" + name, "kiln-eager", "cpu", eager_ms, a.reps});

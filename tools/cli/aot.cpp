@@ -16,7 +16,7 @@ const char* kAotOptions =
 
 std::string known_models() {
   std::string s;
-  for (const std::string& n : apps::model_names()) s += (s.empty() ? "" : ", ") + n;
+  for (const std::string& n : models::model_names()) s += (s.empty() ? "" : ", ") + n;
   return s;
 }
 }  // namespace
@@ -38,7 +38,7 @@ int aot(const std::vector<std::string>& args) {
   if (model.empty()) user_error("aot: name a model (", known_models(), "); usage: kiln aot <model> -o DIR");
   if (dir.empty()) user_error("aot: no output folder; pass -o DIR");
 
-  apps::Model m = apps::make_model(model);  // lists the models when the name is unknown
+  models::Model m = models::make_model(model);  // lists the models when the name is unknown
   options.description = m.name + ": " + m.description;
   CompileOptions trace_options;
   trace_options.name = m.name;

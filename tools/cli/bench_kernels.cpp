@@ -43,6 +43,7 @@
 #include "kiln.h"
 #include "lower/target.h"
 #include "tuning_db.h"
+#include "core/stats.h"
 
 namespace kiln::cli {
 
@@ -212,11 +213,6 @@ std::unique_ptr<kernels::KernelTimer> prepare_variant(const kernels::KernelSpec&
     send(std::string("failed: ") + e.what());
   }
   _exit(0);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 // One schedule of one generator, in one child process.

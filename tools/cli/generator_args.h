@@ -29,14 +29,14 @@ Halide::Target parse_target(const std::string& s, const std::string& command);
 // both lists, so the message says what would be right.
 void check_generator_or_model(const std::string& name, const std::string& command);
 
-// Whether a bare name means a registered model (apps/models): one that is not also a
+// Whether a bare name means a registered model (models/): one that is not also a
 // generator's name ("seed" is both, and means the generator; `--model seed`, the model).
 bool is_model_name(const std::string& name);
 
 // A registered model's forward pass as kiln::compile builds it (and `kiln aot` exports
 // it): traced on its seeded example inputs, with the sizes the Kiln scheduler plans for.
 struct ModelPipeline {
-  apps::Model model;
+  models::Model model;
   Graph graph;
   SizeEstimates sizes;
 };

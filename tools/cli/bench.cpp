@@ -11,8 +11,8 @@
 #include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "common/seed.h"
-#include "common/timing.h"
+#include "models/seed.h"
+#include "runtime/timing.h"
 #include "kiln.h"
 #include "lower/scheduler.h"
 
@@ -65,12 +65,12 @@ struct Workload {
 // Median ms over up to `reps` runs after one warm-up, stopping early (after at least 5
 // runs) once `max_seconds` have passed; returns {ms, runs}.
 std::pair<double, int> measure(const std::function<Tensor()>& fn, int reps, double max_seconds) {
-  apps::sync(fn());
+  timing::sync(fn());
   std::vector<double> ms;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    apps::sync(fn());
+    timing::sync(fn());
     auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     if (i >= 4 && std::chrono::duration<double>(t1 - start).count() > max_seconds) break;
@@ -84,7 +84,7 @@ std::pair<double, int> measure(const std::function<Tensor()>& fn, int reps, doub
 double peak_megabytes(const std::function<Tensor()>& fn) {
   reset_peak_memory();
   const int64_t before = memory_stats().live_bytes;
-  apps::sync(fn());
+  timing::sync(fn());
   return double(memory_stats().peak_bytes - before) / 1e6;
 }
 
@@ -99,11 +99,11 @@ std::vector<Workload> workloads(bool gpu) {
   std::vector<Workload> w;
   const int64_t N = (int64_t(1) << 26) / scale;
   w.push_back({"seed_fwd_n" + std::to_string(N), {rand({N}, 0, -3, 3)},
-               [](const std::vector<Tensor>& in) { return apps::compute_expression(in[0]); }, 8.0 * double(N)});
+               [](const std::vector<Tensor>& in) { return models::compute_expression(in[0]); }, 8.0 * double(N)});
   const int64_t R = 8192 / scale, C = 4096;
   std::string rc = std::to_string(R) + "x" + std::to_string(C);
   w.push_back({"seed_fwd_bwd_n" + std::to_string(N), {rand({N}, 0, -3, 3)}, nullptr, 8.0 * double(N), 0,
-               grad_fn([](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(apps::compute_expression(in[0]))}; },
+               grad_fn([](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(models::compute_expression(in[0]))}; },
                        {0})});
   w.push_back({"softmax_" + rc, {randn({R, C}, 1)},
                [](const std::vector<Tensor>& in) { return softmax(in[0], -1); }, 2.0 * double(R * C) * 4});

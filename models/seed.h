@@ -3,7 +3,7 @@
 
 #include "kiln.h"
 
-namespace kiln::apps {
+namespace kiln::models {
 
 // compute_expression(x) = exp(sin(x)) + log(abs(cos(x)))
 // (Two statements fix the order of tracing; C++ leaves the operands of + unordered.)
@@ -13,4 +13,4 @@ inline Tensor compute_expression(const Tensor& x) {
   return a + b;
 }
 
-}  // namespace kiln::apps
+}  // namespace kiln::models
