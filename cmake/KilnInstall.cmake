@@ -3,7 +3,8 @@
 #   P/bin/kiln_generators (the kernel-library generators, schedules compiled in),
 #   P/lib/libautoschedule_kiln.so (kiln's autoscheduler plugin),
 #   P/lib/libkiln_models.a and P/include/kiln/models/ (the registered models),
-#   P/lib/cmake/kiln/ (kilnConfig.cmake, the exported targets kiln::kiln, kiln::models,
+#   P/lib/libkiln_kernel_specs.a and P/include/kiln/kernels/ (to write generators),
+#   P/lib/cmake/kiln/ (kilnConfig.cmake, the exported targets kiln::kiln, kiln::models, kiln::kernels,
 #   kiln::generators and kiln::Kiln, and the CMake functions: kiln_add_kernel_library,
 #   Halide's autoscheduler targets).
 # An outside project then needs only find_package(kiln REQUIRED). The config records the
@@ -16,6 +17,12 @@ set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 
 install(TARGETS kiln EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h")
+# Writing generators outside kiln: kiln::kernels (the specs, the registry, kiln's own
+# generators' hand-written schedules) and its headers, #include "kernels/op_generator.h".
+install(TARGETS kiln_kernel_specs EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/generators/kernel_spec.h ${PROJECT_SOURCE_DIR}/generators/op_generator.h
+              ${PROJECT_SOURCE_DIR}/generators/schedule_funcs.h ${PROJECT_SOURCE_DIR}/generators/manual_schedules.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/kernels)
 # The registered models, as kiln::models: #include "models/models.h".
 install(TARGETS kiln_models EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/models/models.h ${PROJECT_SOURCE_DIR}/models/seed.h

@@ -16,8 +16,17 @@
 # is passed through (its functions get no suffix unless it has `cuda`).
 #
 # Inside kiln's build the generators are the target kiln_generators; a project using an
-# installed kiln sets KILN_GENERATOR_TARGET (or passes FROM) to the imported generator
-# executable target.
+# installed kiln gets kiln::generators.
+#
+# A project's own generators (kiln ops, its own schedule files) go into an executable of
+# its own:
+#
+#   kiln_add_generator(my_generators SOURCES gelu_mul_generator.cpp)
+#   kiln_add_kernel_library(mine GENERATORS my_gelu_mul:dtype=f16 FROM my_generators
+#                           TARGETS host host-cuda SCHEDULE manual)
+#
+# With FROM another executable, GENERATORS names its generators as they are registered
+# (HALIDE_REGISTER_GENERATOR), and functions are <name>_<generator>[...].
 include_guard(GLOBAL)
 
 if (NOT TARGET Halide::Mullapudi2016)
@@ -31,6 +40,19 @@ set(KILN_KERNEL_SCHEDULES manual default Kiln Mullapudi2016 Adams2019 Li2018 And
 if (NOT DEFINED KILN_GENERATOR_TARGET)
   set(KILN_GENERATOR_TARGET kiln_generators)
 endif ()
+
+# kiln_add_generator(<target> SOURCES <file>... [LINK_LIBRARIES <lib>...])
+# A Halide generator executable whose generators are kiln specs (kiln::kernels):
+# each source registers a spec (kiln::kernels::register_generator, with its schedule
+# files' functions) and a kiln::kernels::OpGenerator (HALIDE_REGISTER_GENERATOR).
+function(kiln_add_generator name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;LINK_LIBRARIES")
+  if (ARG_UNPARSED_ARGUMENTS OR NOT ARG_SOURCES)
+    message(FATAL_ERROR "kiln_add_generator(${name}): it takes SOURCES <file>... [LINK_LIBRARIES <lib>...]")
+  endif ()
+  add_halide_generator(${name} SOURCES ${ARG_SOURCES} LINK_LIBRARIES kiln::kernels ${ARG_LINK_LIBRARIES})
+  set_property(TARGET ${name} PROPERTY CXX_STANDARD 20)
+endfunction ()
 
 function(kiln_add_kernel_library name)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "SCHEDULE;FROM" "GENERATORS;TARGETS")
@@ -80,10 +102,18 @@ function(kiln_add_kernel_library name)
     # "unary:op=gelu:dtype=f16" -> generator unary, params op=gelu dtype=f16
     string(REPLACE ":" ";" _parts "${_entry}")
     list(POP_FRONT _parts _gen)
-    if (NOT _gen IN_LIST KILN_KERNEL_GENERATORS)
-      string(REPLACE ";" " " _all "${KILN_KERNEL_GENERATORS}")
-      message(FATAL_ERROR "kiln_add_kernel_library(${name}): unknown generator '${_gen}'; "
-                          "the generators are: ${_all}")
+    if (ARG_FROM STREQUAL KILN_GENERATOR_TARGET OR ARG_FROM STREQUAL "kiln_generators")
+      if (NOT _gen IN_LIST KILN_KERNEL_GENERATORS)
+        string(REPLACE ";" " " _all "${KILN_KERNEL_GENERATORS}")
+        message(FATAL_ERROR "kiln_add_kernel_library(${name}): unknown generator '${_gen}'; "
+                            "the generators are: ${_all} (a generator of your own: FROM <kiln_add_generator target>)")
+      endif ()
+      set(_registered kiln_${_gen})
+    else ()
+      if (NOT _gen MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+        message(FATAL_ERROR "kiln_add_kernel_library(${name}): '${_gen}' is not a generator name")
+      endif ()
+      set(_registered ${_gen})
     endif ()
     set(_suffix "")
     foreach (_p IN LISTS _parts)
@@ -115,7 +145,7 @@ function(kiln_add_kernel_library name)
         list(APPEND _sched_args AUTOSCHEDULER Halide::${ARG_SCHEDULE})
       endif ()
       add_halide_library(${_fn} FROM ${ARG_FROM}
-        GENERATOR kiln_${_gen}
+        GENERATOR ${_registered}
         FUNCTION_NAME ${_fn}
         TARGETS ${_target}
         USE_RUNTIME ${_runtime_${_target}}

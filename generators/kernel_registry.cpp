@@ -5,6 +5,7 @@
 
 #include "models/seed.h"
 #include "kernel_spec.h"
+#include "core/error.h"
 #include "ops/api.h"
 
 namespace kiln::kernels {
@@ -187,9 +188,24 @@ std::vector<GeneratorInfo> make_generators() {
 
 }  // namespace
 
-const std::vector<GeneratorInfo>& generators() {
-  static const std::vector<GeneratorInfo> g = make_generators();
+namespace {
+std::vector<GeneratorInfo>& registry() {
+  static std::vector<GeneratorInfo> g = make_generators();
   return g;
+}
+}  // namespace
+
+const std::vector<GeneratorInfo>& generators() { return registry(); }
+
+bool register_generator(GeneratorInfo info) {
+  if (info.name.empty() || !info.make) user_error("register_generator: a generator needs a name and a make function");
+  for (const GeneratorInfo& g : registry()) {
+    if (g.name == info.name || g.name == "kiln_" + info.name) {
+      user_error("register_generator: the name '", info.name, "' is taken (", g.summary, "); choose another");
+    }
+  }
+  registry().push_back(std::move(info));
+  return true;
 }
 
 }  // namespace kiln::kernels

@@ -41,6 +41,10 @@ struct KernelSpec {
   std::vector<std::pair<int, int>> dynamic_dims;
 };
 
+// A hand-written schedule: the function a schedule file defines
+// (`apply_schedule_<generator>_cpu(Pipeline, Target)`).
+using ScheduleFn = void (*)(Halide::Pipeline, Halide::Target);
+
 struct GeneratorInfo {
   std::string name;     // "kiln_matmul"
   std::string summary;  // one line for listings
@@ -51,10 +55,20 @@ struct GeneratorInfo {
   };
   std::vector<Param> params;
   std::function<KernelSpec(const Params&)> make;
+  // Its hand-written schedules (schedule=manual), for CPU and CUDA targets; null where it
+  // has none. kiln's own generators list theirs in manual_schedules.cpp.
+  ScheduleFn cpu_schedule = nullptr;
+  ScheduleFn cuda_schedule = nullptr;
 };
 
-// Every generator of the kernel library, in listing order.
+// Every generator: kiln's kernel library in listing order, then the registered ones.
 const std::vector<GeneratorInfo>& generators();
+// Adds a generator defined outside kiln (an outside project's generator executable, see
+// kiln_add_generator in cmake/KilnKernelLibrary.cmake). Call it during static
+// initialization, before the generator runs:
+//   static const bool registered = kiln::kernels::register_generator({"my_gelu_mul", ...});
+// A name already taken is a user error. Returns true.
+bool register_generator(GeneratorInfo info);
 // The generator called `name` ("kiln_matmul" or "matmul"); a user error lists the known ones.
 const GeneratorInfo& find_generator(const std::string& name);
 // Its spec for `params` (missing ones take their defaults); bad names or values are user

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernel_spec.h"
 
 // The schedule files, included back as Halide's autoschedulers' output is.
 #include "cpu/batch_matmul.schedule.h"
@@ -30,8 +31,6 @@ namespace kiln::kernels {
 
 namespace {
 
-using ScheduleFn = void (*)(Halide::Pipeline, Halide::Target);
-
 struct ManualSchedule {
   const char* generator;
   ScheduleFn cpu, cuda;
@@ -52,6 +51,9 @@ ScheduleFn find(const std::string& generator, const Halide::Target& target) {
   for (const ManualSchedule& s : manual_schedules()) {
     if (s.generator == generator) return target.has_gpu_feature() ? s.cuda : s.cpu;
   }
+  for (const GeneratorInfo& g : generators()) {  // registered from outside kiln
+    if (g.name == generator) return target.has_gpu_feature() ? g.cuda_schedule : g.cpu_schedule;
+  }
   return nullptr;
 }
 
@@ -66,7 +68,8 @@ void apply_manual_schedule(const std::string& generator, const Halide::Pipeline&
   ScheduleFn fn = find(generator, target);
   if (!fn) {
     std::string have;
-    for (const ManualSchedule& s : manual_schedules()) have += (have.empty() ? "" : ", ") + std::string(s.generator);
+    for (const GeneratorInfo& g : generators())
+      if (find(g.name, target)) have += (have.empty() ? "" : ", ") + g.name;
     user_error("generator ", generator, " has no hand-written schedule for ", target.has_gpu_feature() ? "cuda" : "cpu",
                " (schedules/", target.has_gpu_feature() ? "cuda" : "cpu", "/); these have one: ", have,
                ". Build it with schedule=default or an autoscheduler instead");

@@ -47,6 +47,38 @@ TEST(ScheduleFiles, UnknownNamesListWhatExists) {
   EXPECT_NE(msg.find("default"), std::string::npos) << msg;
 }
 
+// A generator registered from outside kiln (kiln_add_generator): its spec and its
+// schedules are found by name like kiln's own; a taken name is refused.
+bool test_schedule_ran = false;
+void test_schedule_cpu(Halide::Pipeline, Halide::Target) { test_schedule_ran = true; }
+
+TEST(ScheduleFiles, RegisteredGeneratorsAreFoundWithTheirSchedules) {
+  kernels::GeneratorInfo info{"test_registered_double", "2 * x", {}, [](const kernels::Params&) {
+                                kernels::KernelSpec s;
+                                s.generator = "test_registered_double";
+                                s.inputs = {{"x", DType::F32, {7}, {64}}};
+                                s.fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0}; };
+                                return s;
+                              }};
+  info.cpu_schedule = test_schedule_cpu;
+  EXPECT_TRUE(kernels::register_generator(info));
+  kernels::DirectKernel k = kernels::build_direct(kernels::make_spec("test_registered_double"));
+  kernels::apply_named_schedule("manual", "test_registered_double", k.lowered, Halide::get_host_target());
+  EXPECT_TRUE(test_schedule_ran);
+  // No CUDA schedule: the error lists the generators that have one.
+  std::string msg = error_of([&] {
+    kernels::apply_manual_schedule("test_registered_double", k.lowered.pipeline(), Halide::Target("host-cuda"));
+  });
+  EXPECT_NE(msg.find("has no hand-written schedule for cuda"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("kiln_matmul"), std::string::npos) << msg;
+  EXPECT_NE(error_of([&] { kernels::register_generator(info); }).find("the name 'test_registered_double' is taken"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { kernels::register_generator({"matmul", "", {}, nullptr}); }).find("needs a name and a make"),
+            std::string::npos);
+  info.name = "matmul";
+  EXPECT_NE(error_of([&] { kernels::register_generator(info); }).find("is taken"), std::string::npos);
+}
+
 TEST(ScheduleFiles, ASecondBuildInTheProcessTakesItsSchedule) {
   // Halide names the second build's Funcs "out$1", "softmax_max$1", ...
   kernels::DirectKernel first = kernels::build_direct(kernels::make_spec("softmax"));

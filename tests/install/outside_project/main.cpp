@@ -9,6 +9,9 @@
 #include "outside_kernels_matmul.h"
 #include "outside_kernels_softmax.h"
 #include "outside_kiln_softmax.h"
+#include "outside_mine_outside_gelu_mul.h"
+#include "outside_mine_outside_gelu_mul_f16.h"
+#include "outside_mine_kiln_outside_gelu_mul.h"
 
 using namespace kiln;
 
@@ -51,6 +54,22 @@ int main() {
   Tensor m_out = zeros(m_expected.shape(), m_expected.dtype());
   rc = outside_kernels_matmul(a.buffer().raw_buffer(), b.buffer().raw_buffer(), m_out.buffer().raw_buffer());
   ok &= check("outside_kernels_matmul", rc, m_out, m_expected, 1e-4, 1e-5);
+
+  // This project's own generator, against kiln's eager ops: hand-scheduled (f32, f16)
+  // and by Kiln.
+  Tensor ga = randn({33, 70}, 6), gb = randn({33, 70}, 7);
+  Tensor g_expected = gelu(ga) * gb;
+  Tensor g_out = zeros(g_expected.shape(), g_expected.dtype());
+  rc = outside_mine_outside_gelu_mul(ga.buffer().raw_buffer(), gb.buffer().raw_buffer(), g_out.buffer().raw_buffer());
+  ok &= check("outside_mine_outside_gelu_mul", rc, g_out, g_expected, 1e-5, 1e-6);
+  Tensor g_kiln = zeros(g_expected.shape(), g_expected.dtype());
+  rc = outside_mine_kiln_outside_gelu_mul(ga.buffer().raw_buffer(), gb.buffer().raw_buffer(), g_kiln.buffer().raw_buffer());
+  ok &= check("outside_mine_kiln_outside_gelu_mul", rc, g_kiln, g_expected, 1e-5, 1e-6);
+  Tensor ha = cast(ga, DType::F16), hb = cast(gb, DType::F16);
+  Tensor h_expected = gelu(ha) * hb;
+  Tensor h_out = zeros(h_expected.shape(), DType::F16);
+  rc = outside_mine_outside_gelu_mul_f16(ha.buffer().raw_buffer(), hb.buffer().raw_buffer(), h_out.buffer().raw_buffer());
+  ok &= check("outside_mine_outside_gelu_mul_f16", rc, cast(h_out, DType::F32), cast(h_expected, DType::F32), 1e-2, 1e-2);
 
   // A registered model (kiln::models), eager against compiled.
   models::Model mlp = models::make_model("mlp");
