@@ -11,7 +11,9 @@
 #   kiln_add_kernel_library(nn GENERATORS matmul unary:op=gelu TARGETS host host-cuda)
 #
 # gives nn_matmul, nn_unary_gelu, nn_matmul_cuda and nn_unary_gelu_cuda (headers
-# nn_matmul.h, ...), and an INTERFACE target <name> linking them all. `host-cuda` means
+# nn_matmul.h, ...; each with <function>.function_info.h, its arguments' names, types and
+# ranks), an INTERFACE target <name> linking them all, and <name>_kernels.md in the build
+# folder listing them. `host-cuda` means
 # host-cuda-cuda_capability_80 and needs no GPU to build; any other Halide target string
 # is passed through (its functions get no suffix unless it has `cuda`).
 #
@@ -84,6 +86,7 @@ function(kiln_add_kernel_library name)
   endif ()
 
   add_library(${name} INTERFACE)
+  set(_doc "")
   # One Halide runtime per target for the whole library, rather than one per kernel.
   set(_targets "")
   foreach (_target IN LISTS ARG_TARGETS)
@@ -149,8 +152,25 @@ function(kiln_add_kernel_library name)
         FUNCTION_NAME ${_fn}
         TARGETS ${_target}
         USE_RUNTIME ${_runtime_${_target}}
+        FUNCTION_INFO_HEADER _info
         ${_sched_args})
       target_link_libraries(${name} INTERFACE ${_fn})
+      cmake_path(GET _info FILENAME _info_name)
+      string(REPLACE ";" " " _params "${_parts}")
+      string(APPEND _doc "| `${_fn}` | `${_registered}` | ${_params} | `${_target}` | `${_fn}.h`, `${_info_name}` |\n")
     endforeach ()
   endforeach ()
+  # What the library holds, for its users: <build>/<name>_kernels.md.
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/${name}_kernels.md
+"# Kernel library `${name}` (schedule: ${ARG_SCHEDULE})
+
+Each function is `int <function>(halide_buffer_t *<input>..., halide_buffer_t *out)` and
+returns 0 or a `halide_error_code_t`. Buffers are dense and zero-based, in Halide's order
+(dimension 0 is the innermost: a kiln tensor of shape [rows, cols] is a buffer of
+dim(0) = cols, dim(1) = rows). `<function>.function_info.h` lists each argument's name,
+kind, type and rank as constexpr data (`<function>_metadata()` at run time).
+
+| function | generator | parameters | target | headers |
+|---|---|---|---|---|
+${_doc}")
 endfunction ()

@@ -11,9 +11,16 @@
 #include "outside_kiln_softmax.h"
 #include "outside_mine_outside_gelu_mul.h"
 #include "outside_mine_outside_gelu_mul_f16.h"
+#include "outside_mine_outside_gelu_mul_f16.function_info.h"
 #include "outside_mine_kiln_outside_gelu_mul.h"
 
 using namespace kiln;
+
+// The library documents each kernel's signature: names, kinds, ranks and types.
+constexpr auto kGeluMulF16 = outside_mine_outside_gelu_mul_f16_argument_info();
+static_assert(kGeluMulF16.size() == 3 && kGeluMulF16[0].dimensions == 2 && kGeluMulF16[2].kind ==
+              ::HalideFunctionInfo::OutputBuffer && kGeluMulF16[0].type.bits == 16,
+              "outside_gelu_mul:dtype=f16 takes two 2-D f16 buffers and writes one");
 
 Tensor model(const Tensor& x, const Tensor& w) { return softmax(relu(matmul(x, w)) * 2.0 + sin(x), -1); }
 
