@@ -165,16 +165,16 @@ Tensor conv2d_reference(const std::vector<Tensor>& in, const Attrs& a, const Ten
       const int64_t c0 = (oc / og) * g.cg;
       for (int64_t y = 0; y < OH; ++y) {
         for (int64_t xo = 0; xo < OW; ++xo) {
+          // Padding is zeros that multiply, as in PyTorch: 0 * inf is NaN.
           double s = 0;
           for (int64_t ci = 0; ci < g.cg; ++ci) {
             for (int64_t ky = 0; ky < g.kh; ++ky) {
               const int64_t iy = y * g.stride.h - g.padding.h + ky * g.dilation.h;
-              if (iy < 0 || iy >= H) continue;
               for (int64_t kx = 0; kx < g.kw; ++kx) {
                 const int64_t ix = xo * g.stride.w - g.padding.w + kx * g.dilation.w;
-                if (ix < 0 || ix >= W) continue;
-                s += xv[size_t(((n * C + c0 + ci) * H + iy) * W + ix)] *
-                     wv[size_t(((oc * g.cg + ci) * g.kh + ky) * g.kw + kx)];
+                const bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+                const double xval = inside ? xv[size_t(((n * C + c0 + ci) * H + iy) * W + ix)] : 0.0;
+                s += xval * wv[size_t(((oc * g.cg + ci) * g.kh + ky) * g.kw + kx)];
               }
             }
           }

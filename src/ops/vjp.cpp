@@ -393,6 +393,47 @@ std::pair<Tensor, Tensor> conv2d_group_grads(const Tensor& x, const Tensor& w, c
   return {gx, gw};
 }
 
+// The windows of a 2-D pooling op over x [N, C, H, W]: output (oh, ow) reads x at
+// (oh * s - p + kh * d, ow * s - p + kw * d) for each kernel offset (kh, kw).
+struct PoolWindows {
+  std::vector<int64_t> k, s, p, d;
+  int64_t H, W, OH, OW;
+  int64_t eh, ew;  // extra padding at the end, for ceil_mode's last windows
+
+  PoolWindows(const VjpArgs& v, const char* op)
+      : k(v.attrs.get_ints("kernel")),
+        s(v.attrs.get_ints("stride")),
+        p(v.attrs.get_ints("padding")),
+        d(v.attrs.has("dilation") ? v.attrs.get_ints("dilation") : std::vector<int64_t>{1, 1}) {
+    const Tensor &x = v.inputs[0], &y = v.output;
+    if (!x.shape().is_static()) user_error(op, ": gradients need static sizes, got ", x.meta().str());
+    H = x.shape()[2].size, W = x.shape()[3].size, OH = y.shape()[2].size, OW = y.shape()[3].size;
+    eh = std::max<int64_t>(0, (OH - 1) * s[0] + (k[0] - 1) * d[0] + 1 - (H + 2 * p[0]));
+    ew = std::max<int64_t>(0, (OW - 1) * s[1] + (k[1] - 1) * d[1] + 1 - (W + 2 * p[1]));
+  }
+  std::vector<int64_t> pads() const { return {p[1], p[1] + ew, p[0], p[0] + eh}; }
+  // The values of padded `t` that window offset (kh, kw) reads, [N, C, OH, OW].
+  Tensor window(const Tensor& t, int64_t kh, int64_t kw) const {
+    Tensor r = slice(t, 2, kh * d[0], kh * d[0] + (OH - 1) * s[0] + 1, s[0]);
+    return slice(r, 3, kw * d[1], kw * d[1] + (OW - 1) * s[1] + 1, s[1]);
+  }
+  // The gradient of x: part(kh, kw) [N, C, OH, OW] put back where offset (kh, kw) read,
+  // summed over the offsets; what lands on padding is dropped.
+  Tensor scatter(const std::function<Tensor(int64_t, int64_t)>& part) const {
+    const int64_t HP = H + 2 * p[0] + eh, WP = W + 2 * p[1] + ew;
+    const int64_t rows = (OH - 1) * s[0] + 1, cols = (OW - 1) * s[1] + 1;
+    Tensor gxp;
+    for (int64_t kh = 0; kh < k[0]; ++kh) {
+      for (int64_t kw = 0; kw < k[1]; ++kw) {
+        Tensor t = dilate_axis(dilate_axis(part(kh, kw), 2, s[0]), 3, s[1]);
+        t = pad(t, {kw * d[1], WP - kw * d[1] - cols, kh * d[0], HP - kh * d[0] - rows});
+        gxp = gxp.defined() ? gxp + t : t;
+      }
+    }
+    return slice(slice(gxp, 2, p[0], p[0] + H), 3, p[1], p[1] + W);
+  }
+};
+
 std::map<std::string, VjpFn> conv_rules() {
   std::map<std::string, VjpFn> r;
   r["conv2d"] = [](const VjpArgs& v) {
@@ -419,27 +460,15 @@ std::map<std::string, VjpFn> conv_rules() {
   // NaN output), never a padding position.
   r["max_pool2d"] = [](const VjpArgs& v) {
     const Tensor &x = v.inputs[0], &y = v.output, &g = v.grad;
-    if (!x.shape().is_static()) user_error("max_pool2d: gradients need static sizes, got ", x.meta().str());
-    const std::vector<int64_t> k = v.attrs.get_ints("kernel"), s = v.attrs.get_ints("stride"),
-                               p = v.attrs.get_ints("padding"), d = v.attrs.get_ints("dilation");
-    const int64_t H = x.shape()[2].size, W = x.shape()[3].size, OH = y.shape()[2].size, OW = y.shape()[3].size;
-    // Padded far enough for ceil_mode's last windows; `valid` marks the input's positions.
-    const int64_t eh = std::max<int64_t>(0, (OH - 1) * s[0] + (k[0] - 1) * d[0] + 1 - (H + 2 * p[0]));
-    const int64_t ew = std::max<int64_t>(0, (OW - 1) * s[1] + (k[1] - 1) * d[1] + 1 - (W + 2 * p[1]));
-    const int64_t HP = H + 2 * p[0] + eh, WP = W + 2 * p[1] + ew;
-    const std::vector<int64_t> pads = {p[1], p[1] + ew, p[0], p[0] + eh};
-    Tensor xp = pad(x, pads, -INFINITY);
-    Tensor valid = pad(logical_or(eq(x, x), ne(x, x)), pads, 0.0);  // all true inside
-    auto window = [&](const Tensor& t, int64_t kh, int64_t kw) {
-      Tensor r = slice(t, 2, kh * d[0], kh * d[0] + (OH - 1) * s[0] + 1, s[0]);
-      return slice(r, 3, kw * d[1], kw * d[1] + (OW - 1) * s[1] + 1, s[1]);
-    };
-    const int64_t n = k[0] * k[1];
+    const PoolWindows w(v, "max_pool2d");
+    Tensor xp = pad(x, w.pads(), -INFINITY);
+    Tensor valid = pad(logical_or(eq(x, x), ne(x, x)), w.pads(), 0.0);  // all true inside
+    const int64_t n = w.k[0] * w.k[1];
     std::vector<Tensor> is_max(static_cast<size_t>(n)), is_nan(is_max), hits(is_max);
     for (int64_t i = 0; i < n; ++i) {
-      Tensor w = window(xp, i / k[1], i % k[1]), ok = window(valid, i / k[1], i % k[1]);
-      is_max[size_t(i)] = logical_and(ok, eq(w, y));
-      is_nan[size_t(i)] = logical_and(ok, ne(w, w));
+      Tensor e = w.window(xp, i / w.k[1], i % w.k[1]), ok = w.window(valid, i / w.k[1], i % w.k[1]);
+      is_max[size_t(i)] = logical_and(ok, eq(e, y));
+      is_nan[size_t(i)] = logical_and(ok, ne(e, e));
     }
     Tensor taken = ne(y, y);  // NaN windows take their last NaN, the others their first maximum
     Tensor nan_taken = logical_not(taken);
@@ -452,17 +481,29 @@ std::map<std::string, VjpFn> conv_rules() {
       hits[size_t(i)] = logical_or(hits[size_t(i)], h);
       nan_taken = logical_or(nan_taken, h);
     }
+    // A select, not a product: a NaN or inf gradient stays in its own window.
     const Tensor zero = scalar(0.0, g.dtype());
-    Tensor gxp;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t kh = i / k[1], kw = i % k[1];
-      // A select, not a product: a NaN or inf gradient stays in its own window.
-      Tensor t = dilate_axis(dilate_axis(where(hits[size_t(i)], g, zero), 2, s[0]), 3, s[1]);
-      const int64_t rows = (OH - 1) * s[0] + 1, cols = (OW - 1) * s[1] + 1;
-      t = pad(t, {kw * d[1], WP - kw * d[1] - cols, kh * d[0], HP - kh * d[0] - rows});
-      gxp = gxp.defined() ? gxp + t : t;
+    return Grads{w.scatter([&](int64_t kh, int64_t kw) { return where(hits[size_t(kh * w.k[1] + kw)], g, zero); })};
+  };
+  // avg_pool2d: each window's gradient, divided by PyTorch's divisor (the window clipped to
+  // the padded input, or to the input itself), goes back to every input position it read.
+  // A rule rather than Halide's adjoint, which cannot stop at a max_pool2d input.
+  r["avg_pool2d"] = [](const VjpArgs& v) {
+    const Tensor& g = v.grad;
+    const PoolWindows w(v, "avg_pool2d");
+    const bool include_pad = v.attrs.get_bool("count_include_pad");
+    std::vector<double> divisor;
+    for (int64_t oh = 0; oh < w.OH; ++oh) {
+      for (int64_t ow = 0; ow < w.OW; ++ow) {
+        const int64_t hs = oh * w.s[0] - w.p[0], ws = ow * w.s[1] - w.p[1];
+        const int64_t he = std::min(hs + w.k[0], w.H + w.p[0]), we = std::min(ws + w.k[1], w.W + w.p[1]);
+        divisor.push_back(include_pad ? double((he - hs) * (we - ws))
+                                      : double((std::min(he, w.H) - std::max<int64_t>(hs, 0)) *
+                                               (std::min(we, w.W) - std::max<int64_t>(ws, 0))));
+      }
     }
-    return Grads{slice(slice(gxp, 2, p[0], p[0] + H), 3, p[1], p[1] + W)};
+    const Tensor share = g / from_vector(divisor, Shape({w.OH, w.OW}), g.dtype());
+    return Grads{w.scatter([&](int64_t, int64_t) { return share; })};
   };
   return r;
 }
@@ -488,9 +529,9 @@ void attach_vjp_rules(std::vector<OpDef>& ops) {
                                              "eq", "ne", "lt", "le", "gt", "ge",
                                              "logical_and", "logical_or", "logical_not"};
   // Windowed ops whose gradients Halide derives from their algorithms (checked against
-  // finite differences in tests/autodiff/grad_test.cpp). max_pool2d has a rule above:
-  // Halide cannot differentiate a max reduction.
-  static const std::set<std::string> halide_derived = {"avg_pool2d", "adaptive_avg_pool2d"};
+  // finite differences in tests/autodiff/grad_test.cpp). max_pool2d and avg_pool2d have
+  // rules above: Halide cannot differentiate a max reduction, nor stop at one upstream.
+  static const std::set<std::string> halide_derived = {"adaptive_avg_pool2d"};
   for (OpDef& d : ops) {
     if (auto it = rules.find(d.name); it != rules.end()) d.vjp = it->second;
     if (zero.count(d.name)) d.zero_gradient = true;

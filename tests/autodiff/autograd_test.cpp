@@ -183,6 +183,21 @@ TEST(Autograd, HalfPrecisionNormGradientsDoNotOverflow) {
   for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(got[i], want[i], 2e-3 * scale) << i;
 }
 
+TEST(Autograd, CompiledGradientOfAnAvgPoolOfAMaxPool) {
+  // Halide's adjoint of avg_pool2d walked up into max_pool2d's reduction and refused the
+  // graph (kiln_fuzz --seed 101, program 450); avg_pool2d has a rule now.
+  Tensor x = from_vector(std::vector<double>{1, 2, 0, 0, 2, 0, 1, 1, -2}, Shape({1, 1, 3, 3}), DType::F64);
+  auto loss = [](const std::vector<Tensor>& in) {
+    Tensor m = max_pool2d(in[0], {2}, {1}, {0}, {1}, true);
+    return std::vector<Tensor>{sum(avg_pool2d(m, {3}, {}, {1}, true, false) * 3.0)};
+  };
+  Tensor eager = grad(loss, {0})({x})[0];
+  Tensor compiled = compile(grad(loss, {0}))({x})[0];
+  EXPECT_TRUE(allclose(compiled, eager, 1e-12, 1e-12)) << compiled.str() << " vs " << eager.str();
+  Graph g = trace(grad(loss, {0}), {x});
+  EXPECT_TRUE(allclose(interpret(g, {x}, InterpretMode::Reference)[0], eager, 1e-9, 1e-9));
+}
+
 TEST(Autograd, FloorCeilRoundPassZerosBack) {
   // As PyTorch: their outputs need grad, and the gradient is zero.
   for (Tensor (*op)(const Tensor&) : {&floor, &ceil, &round}) {

@@ -139,6 +139,19 @@ TEST(Conv2d, MatchesReferenceOnTheGpu) {
   EXPECT_TRUE(allclose(y, f(x), 1e-5, 1e-5)) << max_abs_diff(y, f(x));
 }
 
+// Zero padding multiplies like any zero, as in PyTorch: an infinite weight over padding
+// gives NaN, in the reference as eager and compiled (kiln_fuzz --seed 101, program 133).
+TEST(Conv2d, PaddingTimesAnInfiniteWeightIsNaN) {
+  Tensor x = from_vector(std::vector<double>{2.0}, Shape({1, 1, 1, 1}));
+  Tensor w = from_vector(std::vector<double>{1.5, 0.5, INFINITY}, Shape({1, 1, 1, 3}));
+  auto f = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{conv2d(in[0], in[1], Tensor(), {1}, {1})}; };
+  Graph g = trace(f, {x, w});
+  for (const Tensor& out : {f({x, w})[0], compile(f)({x, w})[0], interpret(g, {x, w}, InterpretMode::Reference)[0]}) {
+    ASSERT_EQ(out.shape(), Shape({1, 1, 3, 1}));
+    for (double v : out.to_doubles()) EXPECT_TRUE(std::isnan(v)) << out.str();
+  }
+}
+
 TEST(Conv2d, Errors) {
   Tensor x = zeros({1, 4, 6, 6});
   expect_error([&] { conv2d(x, zeros({2, 4, 3})); }, {"conv2d", "weight", "4-D"});
