@@ -109,14 +109,15 @@ Tensor or_zeros(const Tensor& g, const Tensor& like) { return g.defined() ? g : 
 
 }  // namespace
 
-// Whether an f32/f64 input holds a subnormal value. kiln's CPU kernels treat those as zero
+// Whether an f32/f64/bf16 input holds a subnormal value. kiln's CPU kernels treat those as zero
 // by default (core/float_env.h, as XLA does); the f64 reference does not, so such a
 // program runs with IEEE subnormals kept, and the default flush mode is fuzzed by the rest.
 bool has_subnormal_input(const Program& p) {
   for (const InputSpec& in : p.inputs) {
-    if (in.meta.dtype != DType::F32 && in.meta.dtype != DType::F64) continue;
-    const double smallest = in.meta.dtype == DType::F32 ? double(std::numeric_limits<float>::min())
-                                                        : std::numeric_limits<double>::min();
+    // bf16 computes in f32 and shares its exponent range: its subnormals are f32's.
+    if (in.meta.dtype != DType::F32 && in.meta.dtype != DType::F64 && in.meta.dtype != DType::BF16) continue;
+    const double smallest = in.meta.dtype == DType::F64 ? std::numeric_limits<double>::min()
+                                                        : double(std::numeric_limits<float>::min());
     for (double v : in.values)
       if (v != 0.0 && std::abs(v) < smallest) return true;
   }
