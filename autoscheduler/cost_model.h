@@ -25,11 +25,9 @@
 //              machine-repairman queue), so tasks of a few us hide most of it. The
 //              first cores / tasks of the hand-outs are priced with every core waiting
 //              and the last of them then running its task (more work there never
-//              predicts less time), the rest in the queue. On the 16-core Xeon,
-//              kiln_unary's 2048 rows of 4096 floats: 1024 tasks 0.65 ms, 512 0.29 ms,
-//              256 0.19 ms (its traffic's time); predicted 0.82, 0.27 and 0.18, where
-//              every hand-out at full contention predicted 0.90, 0.46 and 0.24 and had
-//              the search pick 128 tasks, 0.21 ms. The queue's lock eases as tasks do
+//              predicts less time), the rest in the queue: pricing every hand-out at
+//              full contention made the search pick too few tasks (docs/autoscheduler.md,
+//              "Measurements behind the choices"). The queue's lock eases as tasks do
 //              more work, so choices that keep the tasks (a conv2d's register tile) are
 //              ranked by their work, not by this.
 //

@@ -550,9 +550,8 @@ struct GpuSearch {
     const GpuTiling t = choose_contraction(r, &pr);
     w.compute_root(h.name);
     // Three branches: whole tiles whose vectors start on 128-bit boundaries (aligned
-    // loads and stores: kiln_matmul 1024^3 on an H200 0.13 ms, against 0.19 with the
-    // same loops where a row may start anywhere), whole tiles, and outputs smaller
-    // than one tile.
+    // loads and stores, a third faster on matmul: docs/autoscheduler.md), whole tiles,
+    // and outputs smaller than one tile.
     if (t.cols > 1) {
       contraction_loops(w.specialize_aligned(h.name, {t.cols, t.rows}, t.cols, inputs_read(r.name)), h.vars, h.extents, t, true);
     }

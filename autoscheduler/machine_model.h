@@ -34,16 +34,13 @@ struct MachineModel {
   int64_t l3 = 16 << 20;   // shared
   double l1_gbps = 100, l2_gbps = 50, l3_gbps = 25;  // per core
   double dram_gbps = 20;                             // whole socket (machine_model: 7 per core)
-  // Cost of one parallel task to the core that claims and calls it: on the 2-core Zen 4,
-  // kiln_unary's 1024 tasks of 2 rows took ~0.2 ms more than 256 of 8 (0.4 us a task);
-  // 2 us had the 16-core Xeon run tasks twice as long as the tuner, Adams2019 and the
-  // hand schedules found faster (unary, binary, softmax).
+  // Cost of one parallel task to the core that claims and calls it; a larger price made
+  // tasks longer than the measured best (docs/autoscheduler.md, "Measurements").
   double task_us = 0.5;
   // The thread pool hands tasks out under one lock: how long it is held per task with two
   // cores claiming (more cores hold it longer: pool_lock_s in cost_model.h). It bounds a
-  // stage of short tasks: on the 16-core Xeon a stage of 256 empty tasks took 190 us,
-  // against 29 us on the 2-core VM. Unpriced, it had the 16-core Xeon run gpt_block's
-  // small stages in up to 16x more tasks than pay, slower than the rules.
+  // stage of short tasks; unpriced, small stages got far more tasks than pay
+  // (docs/autoscheduler.md, "Measurements").
   double lock_us = 0.22;
 
   // GPU (CUDA targets; defaults by compute capability, see set_gpu_defaults).

@@ -371,11 +371,10 @@ struct Search {
 
   // The vector lanes of `f`'s own loop, which makes `scalar_cycles` of per-lane libm calls
   // per point. A libm call costs the same per lane at any width, but each lane is taken
-  // out of the vector and put back: on a 2-core AVX-512 Xeon the seed's sin and cos ran
-  // 9% faster at 8 lanes than at 16 (Li2018's choice; 24.6 against 26.9 ms), on a 2-core
-  // Zen 4 within 1% of it. The cost model cannot tell the widths apart, so half the
-  // target's width is a runner-up at the same prediction, for kiln tune to measure. A
-  // knob overrides.
+  // out of the vector and put back, which can make half the width faster (docs/
+  // autoscheduler.md, "Measurements"). The cost model cannot tell the widths apart, so
+  // half the target's width is a runner-up at the same prediction, for kiln tune to
+  // measure. A knob overrides.
   int loop_lanes(const FuncInfo& f, double scalar_cycles) {
     const int vw = lanes(f);
     const std::string key = info.key(f.name);
@@ -611,9 +610,8 @@ struct Search {
             ContractionTiling t{rows, vectors, vw, block, band, true};
             StagePlan plan = contraction_plan(s, t);
             // A tile needs its registers: past the register file LLVM spills and shuffles
-            // accumulators in the reduction loop (kiln_matmul's 8 x 4 tiles of 16 lanes need
-            // 37 of Zen 4's 32: 104 instructions per step for 32 FMAs, 14.0 ms against
-            // 10.4 for 8 x 2), far worse than the spill price predicts. A knob may still ask.
+            // accumulators in the reduction loop, far worse than the spill price predicts
+            // (docs/autoscheduler.md, "Measurements"). A knob may still ask.
             if (plan.vector_registers > m.registers && !(rows == 1 && vectors == 1)) continue;
             // At least four tasks per core, so that a busy core does not hold the rest up,
             // unless the thread pool's lock bounds the stage (tasks of little work).
@@ -981,9 +979,8 @@ struct Search {
     const bool tasks = chunk > 0;
     if (tasks) {
       // Vectors first, then tasks of vectors: every vector starts a whole number of
-      // vectors from the output's min. Tasks of elements, vectorized within each task
-      // (the same inner loop, instruction for instruction), ran the seed 1.3% slower on
-      // the 2-core Xeon, in 4 processes each (28.22-28.30 against 27.63-27.90 ms).
+      // vectors from the output's min, which measured faster than vectors within tasks
+      // of elements (docs/autoscheduler.md, "Measurements").
       w.specialize_min_extents(h.name, {2 * chunk})
           .split(x, "v", "l", vw, TailStrategy::ShiftInwards)
           .split("v", "t", "i", chunk / vw, TailStrategy::ShiftInwards)
@@ -1074,8 +1071,8 @@ struct Search {
   // Up to kAccumulators vectors of partial results, unrolled, so that independent adds
   // hide the add's latency (one vector accumulator waits ~4 cycles per step), where each
   // gets at least two steps. Their lanes then combine in a tree (atomic, vectorized: a
-  // VectorReduce), not one lane after another: the serial sum of 4 x 16 lanes cost a row
-  // of 64 floats as much as its loads (2-core VM: softmax rows of 64, 0.13 ms against 0.05).
+  // VectorReduce), not one lane after another, whose serial sum of 4 x 16 lanes cost a
+  // short row as much as its loads (docs/autoscheduler.md, "Measurements").
   void vectorize_rows(ScheduleWriter& w, const FuncInfo& r, const std::string& row = "") {
     const int vw = lanes(r);
     if (r.function.values().size() != 1 || r.rvar_extents.empty() || r.rvar_extents[0] < 2 * vw) return;
