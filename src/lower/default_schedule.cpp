@@ -1,6 +1,10 @@
+// kiln's hand-written scheduling rules: the CPU rules, and the dispatch between them and
+// the CUDA rules (default_schedule_cuda.cpp).
 #include "lower/default_schedule.h"
 
 #include <set>
+
+#include "lower/default_schedule_cuda.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -19,9 +23,6 @@ std::vector<Var> pure_vars(const Func& f) { return f.args(); }
 
 // Elements per parallel task on the CPU: large enough to amortize task overhead.
 constexpr int kCpuTaskElements = 1 << 14;
-// CUDA: threads per block along the innermost dim, and elements per thread for outputs.
-constexpr int kGpuThreads = 256;
-constexpr int kGpuLanes = 4;
 
 // Vectorization uses ShiftInwards under a size specialization rather than GuardWithIf:
 // Halide's predicated (GuardWithIf) vector path mishandles some IEEE special values
@@ -50,47 +51,9 @@ void schedule_cpu_output(Func f, int width) {
   f.specialize(inner_extent >= width).vectorize(v[0], width, TailStrategy::ShiftInwards);
 }
 
-template <class StageT>
-void schedule_gpu_loops(StageT stage, const std::vector<Var>& v) {
-  const int r = int(v.size());
-  Var bx("bx"), by("by"), tx("tx"), ty("ty");
-  if (r == 0) {
-    stage.gpu_single_thread();
-  } else if (r == 1) {
-    stage.gpu_tile(v[0], bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
-  } else {
-    Var outer = v[1];
-    for (int j = 2; j < r; ++j) {
-      Var fused("f" + std::to_string(j));
-      stage.fuse(outer, v[size_t(j)], fused);
-      outer = fused;
-    }
-    // The block dims fused into x: a grid holds 2^31 - 1 blocks in x, 65535 in y.
-    Var b("b");
-    stage.tile(v[0], outer, bx, by, tx, ty, 32, 8, TailStrategy::GuardWithIf)
-        .fuse(bx, by, b)
-        .gpu_blocks(b)
-        .gpu_threads(tx, ty);
-  }
-}
-
-// GPU outputs: each thread handles kGpuLanes consecutive elements of the innermost dim,
-// when its extent is a multiple of that, so loads and stores are 128-bit and provably aligned.
-void schedule_gpu_output(Func f) {
-  std::vector<Var> v = f.args();
-  if (!v.empty()) {
-    Halide::Expr inner_extent = f.output_buffer().dim(0).extent();
-    Var vi("vi");
-    Halide::Stage wide = f.specialize(inner_extent % kGpuLanes == 0 && inner_extent >= kGpuLanes * kGpuThreads);
-    wide.split(v[0], v[0], vi, kGpuLanes, TailStrategy::RoundUp).vectorize(vi);
-    schedule_gpu_loops(wide, v);
-  }
-  schedule_gpu_loops(f, v);
-}
-
 void schedule_output(Func f, const Halide::Target& target) {
   if (target.has_gpu_feature()) {
-    schedule_gpu_output(f);
+    cuda_rules::schedule_output(f);
   } else {
     schedule_cpu_output(f, std::max(1, target.natural_vector_size(f.type())));
   }
@@ -330,41 +293,6 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const F
                       (host ? "computed per tile of " + tiled.name() : std::string("stored")));
 }
 
-// matmul on a GPU: each thread accumulates a register tile of kGpuMatmulRows rows x
-// kGpuLanes adjacent columns over all of k: per step of k, one 128-bit load of b (a warp's
-// loads are one contiguous 512-byte span) and kGpuMatmulRows loads of a (the same address
-// across the warp, a broadcast) feed 32 FMAs. A block of kGpuMatmulThreadsN x
-// kGpuMatmulThreadsM threads covers 128 columns x 32 rows. The product is stored
-// (acc.in()) and its epilogue reads it back. Tiles are rounded up: matmul clamps its reads.
-constexpr int kGpuMatmulRows = 8;
-constexpr int kGpuMatmulThreadsN = 32, kGpuMatmulThreadsM = 4;
-void schedule_gpu_matmul_accumulator(Func acc) {
-  std::vector<Var> v = pure_vars(acc);  // n, m, batch...
-  Func out = acc.in();
-  Var no("no"), mo("mo"), ni("ni"), mi("mi"), nt("nt"), mt("mt"), nv("nv"), mr("mr");
-  out.compute_root()
-      .tile(v[0], v[1], no, mo, ni, mi, kGpuLanes * kGpuMatmulThreadsN, kGpuMatmulRows * kGpuMatmulThreadsM,
-            TailStrategy::GuardWithIf)
-      .split(ni, nt, nv, kGpuLanes)
-      .split(mi, mt, mr, kGpuMatmulRows)
-      .reorder(nv, mr, nt, mt, no, mo);
-  Var blocks = mo;
-  for (size_t j = 2; j < v.size(); ++j) {
-    Var fused("mof" + std::to_string(j));
-    out.fuse(blocks, v[j], fused);
-    blocks = fused;
-  }
-  out.gpu_blocks(no, blocks).gpu_threads(nt, mt).unroll(nv).unroll(mr);
-  acc.compute_at(out, nt).bound_extent(v[0], kGpuLanes).bound_extent(v[1], kGpuMatmulRows);
-  acc.vectorize(v[0]).unroll(v[1]);
-  std::vector<VarOrRVar> order = {v[0], v[1]};
-  for (const Halide::RVar& r : acc.rvars(0)) order.push_back(r);
-  acc.update().reorder(order).vectorize(v[0]).unroll(v[1]);
-  log("schedule", acc.name() + ": gpu register tiles of " + std::to_string(kGpuMatmulRows) + " rows x " +
-                      std::to_string(kGpuLanes) + " columns per thread, blocks of " +
-                      std::to_string(kGpuMatmulThreadsN) + " x " + std::to_string(kGpuMatmulThreadsM) + " threads");
-}
-
 // A reduction along rows (softmax's sum, layer norm's moments): the innermost reduction
 // variable is split into vectors of partial results (rfactor), so its body (an exp, a
 // square) runs vectorized, then the vector is reduced, its lanes in a tree. Skipped where
@@ -395,42 +323,6 @@ void vectorize_row_reduction(Func acc, const Halide::Target& target) {
   }
 }
 
-// Everything reduced, on a GPU (a loss's mean): one thread summing millions of elements
-// takes seconds. The reduction variables are fused into one and split twice with rfactor:
-// kGpuPartials threads each sum a strided slice (adjacent threads read adjacent
-// elements), kGpuThreads threads combine those, and one thread adds the last kGpuThreads.
-constexpr int kGpuPartials = 1 << 16;
-bool schedule_gpu_full_reduction(Func acc) {
-  try {
-    std::vector<Halide::RVar> r = acc.rvars(0);
-    Halide::Stage update = acc.update();
-    Halide::RVar all = r[0];
-    for (size_t j = 1; j < r.size(); ++j) {
-      Halide::RVar fused("rf" + std::to_string(j));
-      update.fuse(all, r[j], fused);
-      all = fused;
-    }
-    Halide::RVar ro("ro"), ri("ri"), mo("mo"), mi("mi");
-    Var u("u"), w("w"), bx("bx"), tx("tx");
-    Func partial = update.split(all, ro, ri, kGpuPartials, TailStrategy::GuardWithIf).rfactor(ri, u);
-    partial.compute_root().gpu_tile(u, bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
-    partial.update().gpu_tile(u, bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
-    Halide::Stage merge = acc.update();
-    Func combine = merge.split(acc.rvars(0)[0], mo, mi, kGpuThreads, TailStrategy::GuardWithIf).rfactor(mi, w);
-    combine.compute_root().gpu_tile(w, bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
-    combine.update().gpu_tile(w, bx, tx, kGpuThreads, TailStrategy::GuardWithIf);
-    acc.gpu_single_thread();
-    acc.update().gpu_single_thread();
-    log("schedule", acc.name() + ": gpu reduction of everything in " + std::to_string(kGpuPartials) + " then " +
-                        std::to_string(kGpuThreads) + " partial results");
-    return true;
-  } catch (const Halide::CompileError& e) {
-    // Not provably associative (a NaN-propagating max): one thread does it all.
-    log("schedule", acc.name() + ": serial gpu reduction (rfactor impossible: " + e.what() + ")");
-    return false;
-  }
-}
-
 // A reduction accumulator: its own loop nest; the update parallel over kept dims, or
 // split with rfactor when everything is reduced (on the CPU).
 void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, const LoweredGraph& lowered,
@@ -442,14 +334,7 @@ void schedule_accumulator(const StageInfo& stage, const Halide::Target& target, 
   if (stage.serial) return;
   std::vector<Var> v = pure_vars(acc);
   if (target.has_gpu_feature()) {
-    if (v.empty() && acc.has_update_definition() && schedule_gpu_full_reduction(acc)) return;
-    if (is_matmul_accumulator(acc) && acc.has_update_definition()) {
-      schedule_gpu_matmul_accumulator(acc);
-      return;
-    }
-    schedule_gpu_loops(acc, v);
-    if (acc.has_update_definition()) schedule_gpu_loops(acc.update(), v);
-    log("schedule", acc.name() + ": gpu_tile over kept dims, serial reduction per thread");
+    cuda_rules::schedule_accumulator(acc, is_matmul_accumulator(acc));
     return;
   }
   if (!acc.has_update_definition()) return;
@@ -525,7 +410,7 @@ void materialize(Func f, const Halide::Target& target, int unit_outer_dims = 0) 
   f.compute_root();
   std::vector<Var> v = pure_vars(f);
   if (target.has_gpu_feature()) {
-    schedule_gpu_loops(f, v);
+    cuda_rules::schedule_loops(f, v);
   } else if (has_prefix(f, "permute") && v.size() >= 2) {
     // A transpose, in square blocks: the block's source rows stay in L1 while its
     // columns are gathered, instead of one source line fetched per element.
