@@ -3,8 +3,10 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -30,20 +32,27 @@ void raise_peak(int64_t live) {
   }
 }
 
-int64_t limit_from_environment() {
-  const char* v = std::getenv("KILN_HOST_CACHE_MB");
+}  // namespace
+
+int64_t detail::host_cache_limit_from(const char* v) {
   if (v == nullptr || *v == '\0') return int64_t(1024) << 20;
   char* end = nullptr;
+  errno = 0;
   const long long mb = std::strtoll(v, &end, 10);
-  if (*end != '\0' || mb < 0) {
+  // From 2^43 MB on, the byte count overflows int64.
+  if (*end != '\0' || mb < 0 || errno == ERANGE || mb > (std::numeric_limits<int64_t>::max() >> 20)) {
     // Read inside an allocation, where an exception could cross Halide's C runtime: say
     // so and keep the default.
-    std::fprintf(stderr, "kiln: KILN_HOST_CACHE_MB must be a whole number of megabytes (0 turns the host cache "
-                         "off), not '%s'; using 1024\n", v);
+    std::fprintf(stderr, "kiln: KILN_HOST_CACHE_MB must be a whole number of megabytes from 0 (the host cache "
+                         "off) below 2^43, not '%s'; using 1024\n", v);
     return int64_t(1024) << 20;
   }
   return int64_t(mb) << 20;
 }
+
+namespace {
+
+int64_t limit_from_environment() { return detail::host_cache_limit_from(std::getenv("KILN_HOST_CACHE_MB")); }
 
 // Small blocks carry their size in a header in front of the data; large ones start on a
 // huge page (the kernel backs each whole 2 MiB of them with one) and their sizes are kept

@@ -35,6 +35,10 @@ void set_host_cache_limit(int64_t bytes);
 int64_t host_cache_limit();
 
 namespace detail {
+// The cache's bound for a KILN_HOST_CACHE_MB value (null or empty: the default, 1 GiB); a
+// value that is not a whole number of megabytes from 0 below 2^43 is reported on stderr and
+// gives the default.
+int64_t host_cache_limit_from(const char* megabytes);
 // malloc/free that keep the counts: 128-byte aligned (what Halide's kernels expect), with
 // the size stored in front of the block.
 void* tracked_malloc(size_t bytes);

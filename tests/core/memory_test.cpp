@@ -126,6 +126,16 @@ TEST(Memory, ALimitOfZeroTurnsTheCacheOffAndEmptiesIt) {
   EXPECT_EQ(memory_stats().cached_bytes, 0);
 }
 
+TEST(Memory, CacheLimitFromTheEnvironment) {
+  EXPECT_EQ(detail::host_cache_limit_from(nullptr), int64_t(1024) << 20);
+  EXPECT_EQ(detail::host_cache_limit_from("0"), 0);
+  EXPECT_EQ(detail::host_cache_limit_from("2048"), int64_t(2048) << 20);
+  // Not megabytes, or past what int64 bytes hold (2^43 MB; the shift overflowed): the default.
+  for (const char* bad : {"-1", "12x", "9223372036854775807", "99999999999999999999", "8796093022208"})
+    EXPECT_EQ(detail::host_cache_limit_from(bad), int64_t(1024) << 20) << bad;
+  EXPECT_EQ(detail::host_cache_limit_from("8796093022207"), int64_t(8796093022207) << 20);
+}
+
 TEST(Memory, ANegativeCacheLimitIsAnError) {
   try {
     set_host_cache_limit(-1);

@@ -147,6 +147,23 @@ int main(int argc, char **argv) {
     snprintf(ref, sizeof ref, "%s/seed.ref", argv[1]);
     ok = mlp_weights_load(&w, ref) != 0 && ok;
   }
+  /* ... and a truncated one (its loader says so, naming the weight that ends past it). */
+  {
+    char cut[4096];
+    FILE *in = fopen(argv[2], "rb"), *out;
+    long n;
+    unsigned char *bytes;
+    snprintf(cut, sizeof cut, "%s/truncated.weights", argv[1]);
+    if (!in || fseek(in, 0, SEEK_END) != 0 || (n = ftell(in)) < 64 || fseek(in, 0, SEEK_SET) != 0) return 1;
+    bytes = (unsigned char *)malloc((size_t)n);
+    if (!bytes || fread(bytes, 1, (size_t)n, in) != (size_t)n) return 1;
+    fclose(in);
+    out = fopen(cut, "wb");
+    if (!out || fwrite(bytes, 1, (size_t)(n - 16), out) != (size_t)(n - 16)) return 1;
+    fclose(out);
+    free(bytes);
+    ok = mlp_weights_load(&w, cut) != 0 && ok;
+  }
 
   free(seed_x.data);
   free(seed_want.data);
