@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autoscheduler/analysis.h"
+#include "autoscheduler/machine_model.h"
 #include "core/log.h"
 
 namespace kiln {

@@ -18,9 +18,11 @@
 #include <map>
 #include <string>
 
-#include "autoscheduler/machine_model.h"
-
 namespace kiln {
+
+namespace autoschedule {
+struct MachineModel;  // autoscheduler/machine_model.h (not installed)
+}
 
 // Whether `batch` equal tasks keep `machine`'s cores busy: at least one per core, and the
 // last round of tasks at most 1/8 short of the cores.
