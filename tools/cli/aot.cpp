@@ -1,6 +1,9 @@
 // kiln aot: a registered model, traced on its seeded example inputs, exported as a static
 // library with a C entry point, a header, its weights and a README (see lower/aot.h).
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.h"
 #include "kiln.h"
@@ -9,47 +12,51 @@
 namespace kiln::cli {
 
 namespace {
-const char* kAotOptions =
-    "options: -o DIR (required), --target host|host-cuda|<Halide target> (default host), "
-    "--name C_IDENTIFIER (default: the model's name), --embed-weights, --scheduler default|Kiln|rules "
-    "(default: Kiln)";
+
+struct AotArgs {
+  std::string model, target = "host", dir, name;
+  AotOptions options;
+};
 
 std::string known_models() {
   std::string s;
   for (const std::string& n : models::model_names()) s += (s.empty() ? "" : ", ") + n;
   return s;
 }
-}  // namespace
 
-int aot(const std::vector<std::string>& args) {
-  std::string model, target = "host", dir, name;
-  AotOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if ((a == "-o" || a == "--output") && has_value) dir = args[++i];
-    else if (a == "--target" && has_value) target = args[++i];
-    else if (a == "--name" && has_value) name = args[++i];
-    else if (a == "--embed-weights") options.weights = AotWeights::Embedded;
-    else if (a == "--scheduler" && has_value) options.scheduler = args[++i];
-    else if (!a.empty() && a[0] != '-' && model.empty()) model = a;
-    else user_error("aot: unexpected argument '", a, "'; usage: kiln aot <model> -o DIR; ", kAotOptions);
-  }
-  if (model.empty()) user_error("aot: name a model (", known_models(), "); usage: kiln aot <model> -o DIR");
-  if (dir.empty()) user_error("aot: no output folder; pass -o DIR");
-
-  models::Model m = models::make_model(model);  // lists the models when the name is unknown
+int aot(const AotArgs& args) {
+  AotOptions options = args.options;
+  models::Model m = models::make_model(args.model);  // lists the models when the name is unknown
   options.description = m.name + ": " + m.description;
   CompileOptions trace_options;
   trace_options.name = m.name;
   Graph graph = trace(m.forward, m.inputs, trace_options);
-  AotArtifacts a = compile_aot(graph, target, dir, name.empty() ? m.name : name, options);
+  AotArtifacts a = compile_aot(graph, args.target, args.dir, args.name.empty() ? m.name : args.name, options);
 
   std::printf("kiln aot: %s -> %s\n", m.name.c_str(), a.static_library.c_str());
   std::printf("  %s\n", a.header.c_str());
   if (!a.weights.empty()) std::printf("  %s\n  %s\n", a.weights.c_str(), a.weights_header.c_str());
   std::printf("  %s\n", a.readme.c_str());
   return 0;
+}
+
+}  // namespace
+
+void add_aot(CLI::App& kiln, int* status) {
+  auto a = std::make_shared<AotArgs>();
+  CLI::App* c = kiln.add_subcommand("aot",
+                                    "export a registered model as a static library with a C entry point");
+  c->footer("Writes the library, its header, its weights with a C loader, and a README.\n");
+  c->add_option("model", a->model, "the model: " + known_models())->type_name("<model>")->required();
+  c->add_option("-o,--output", a->dir, "the folder to write")->type_name("DIR")->required();
+  c->add_option("--target", a->target, "host (default), host-cuda or a Halide target string")
+      ->type_name("host|host-cuda|<Halide target>");
+  c->add_option("--name", a->name, "the C entry point (default: the model's name)")->type_name("C_IDENTIFIER");
+  c->add_flag_callback("--embed-weights", [a] { a->options.weights = AotWeights::Embedded; },
+                       "the weights inside the library, not in a file beside it");
+  c->add_option("--scheduler", a->options.scheduler, "default (Kiln), Kiln or rules")
+      ->type_name("default|Kiln|rules");
+  c->callback([a, status] { *status = aot(*a); });
 }
 
 }  // namespace kiln::cli

@@ -3,11 +3,14 @@
 // schedule file in the schedules/ format, ready to be copied there and tuned by hand; or
 // on one registered model's forward pass, the schedule kiln::compile gives it, written
 // the same way, to be applied with kiln::scheduled_backend.
+#include <CLI/CLI.hpp>
+
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "autoschedule.h"
 #include "tuning_db.h"
@@ -22,6 +25,8 @@ namespace kiln::cli {
 namespace {
 
 struct Args {
+  std::vector<std::string> positional;  // the generator or model, as given
+  std::string model_option;             // --model NAME
   GeneratorArg generator;
   std::string model;     // or a registered model
   std::string target = "host";
@@ -31,50 +36,13 @@ struct Args {
   bool force = false;    // overwrite an existing -o file
 };
 
-const char* kOptions =
-    "options: --target host|<Halide target>, -o FILE, --force (overwrite FILE), --function NAME, --db PATH|none, "
-    "--model NAME (a model that shares a generator's name)";
+const char* kUsage = "kiln autoschedule <generator>[:param=value...]|<model>|--model NAME [options]";
 
 bool is_c_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
   return true;
-}
-
-Args parse(const std::vector<std::string>& args) {
-  Args a;
-  bool have_generator = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) user_error("autoschedule: ", args[i], " needs a value");
-      return args[++i];
-    };
-    if (args[i] == "--target") a.target = value();
-    else if (args[i] == "-o") a.out = value();
-    else if (args[i] == "--force") a.force = true;
-    else if (args[i] == "--function") {
-      a.function = value();
-      if (!is_c_identifier(a.function)) {
-        user_error("autoschedule: --function '", a.function, "' is not a C++ identifier (letters, digits and _, "
-                   "not starting with a digit)");
-      }
-    }
-    else if (args[i] == "--db") a.db = value();
-    else if (!args[i].empty() && args[i][0] == '-' && args[i] != "--model") {
-      user_error("autoschedule: unknown option '", args[i], "'; ", kOptions);
-    }
-    else if (have_generator) user_error("autoschedule: one generator or model at a time, not '", args[i], "' too");
-    else if (args[i] == "--model") a.model = value(), have_generator = true;
-    else if (is_model_name(args[i])) a.model = args[i], have_generator = true;
-    else a.generator = parse_generator_arg(args[i], "autoschedule"), have_generator = true;
-    if (!a.generator.name.empty()) check_generator_or_model(a.generator.name, "autoschedule");
-  }
-  if (!have_generator) {
-    user_error("autoschedule: no generator or model; usage: kiln autoschedule <generator>[:param=value...]|<model> ",
-               kOptions);
-  }
-  return a;
 }
 
 std::string function_name(const Args& a, const std::string& name, const Halide::Target& target) {
@@ -137,10 +105,14 @@ int autoschedule_model(const Args& a, const Halide::Target& target) {
   return 0;
 }
 
-}  // namespace
-
-int autoschedule(const std::vector<std::string>& argv) {
-  const Args a = parse(argv);
+int autoschedule(Args a) {
+  const GeneratorOrModel what = generator_or_model(a.positional, a.model_option, "autoschedule", kUsage);
+  a.generator = what.generator;
+  a.model = what.model;
+  if (!a.function.empty() && !is_c_identifier(a.function)) {
+    user_error("autoschedule: --function '", a.function, "' is not a C++ identifier (letters, digits and _, "
+               "not starting with a digit)");
+  }
   const Halide::Target target = parse_target(a.target, "autoschedule");
   if (a.db != "none") {
     std::cout << "autoschedule: "
@@ -161,6 +133,30 @@ int autoschedule(const std::vector<std::string>& argv) {
             << (o.tuned ? " (tuned entry, measured " + std::to_string(o.measured_ms) + " ms)" : " (cost model)")
             << ", searched in " << o.search_ms << " ms; wrote " << file << " (" << function << ")\n";
   return 0;
+}
+
+}  // namespace
+
+void add_autoschedule(CLI::App& kiln, int* status) {
+  auto a = std::make_shared<Args>();
+  CLI::App* c = kiln.add_subcommand(
+      "autoschedule",
+      "write the Kiln autoscheduler's schedule of a generator or model as a schedule file");
+  c->footer("A generator gets its tuned entry when the tuning database has one, else the cost model's choice. A "
+            "model (seed, mlp, gpt_block, resnet18) gets the schedule kiln::compile gives its forward pass, to be "
+            "applied with kiln::scheduled_backend.\n");
+  c->add_option("generator", a->positional, "a generator with its parameters (unary:op=gelu:dtype=f16) or a model")
+      ->type_name("<generator>[:param=value...]|<model>");
+  c->add_option("--model", a->model_option, "a model that shares a generator's name (seed)")->type_name("NAME");
+  c->add_option("--target", a->target, "host (default) or a Halide target string")->type_name("host|<Halide target>");
+  c->add_option("-o", a->out, "the schedule file (default: <name>.schedule.h)")->type_name("FILE");
+  c->add_flag("--force", a->force, "overwrite FILE when it exists");
+  c->add_option("--function", a->function, "the schedule function's name (default: apply_schedule_<name>_cpu|_cuda)")
+      ->type_name("NAME");
+  c->add_option("--db", a->db, "the tuning database, or none (default: $KILN_TUNING_DB, ./kiln_tuning.json, "
+                               "~/.cache/kiln/tuning.json)")
+      ->type_name("PATH|none");
+  c->callback([a, status] { *status = autoschedule(*a); });
 }
 
 }  // namespace kiln::cli

@@ -1,11 +1,14 @@
 // kiln bench: the workloads of bench/torch_suite.py with the same names and
 // sizes, eager and compiled, one JSON object per line so both suites line up.
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <regex>
 
 #include "cli/bench_report.h"
@@ -28,28 +31,6 @@ struct BenchArgs {
   // Schedulers of the compiled rows (CompileOptions::scheduler).
   std::vector<std::string> schedulers = {"default"};
 };
-
-BenchArgs parse(const std::vector<std::string>& args) {
-  BenchArgs b;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string opt = args[i];  // value() moves i on
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) user_error(args[i], " needs a value");
-      return args[++i];
-    };
-    if (args[i] == "--filter") b.filter = value();
-    else if (args[i] == "--target") b.target = value();
-    else if (args[i] == "--reps") b.reps = count_option("bench", opt, value(), 1);
-    else if (args[i] == "--max-seconds") b.max_seconds = seconds_option("bench", opt, value(), true);
-    else if (args[i] == "--scheduler") b.schedulers = scheduler_option("bench", value());
-    else user_error("bench: unknown option '", args[i], "'; options: --filter REGEX, --target host|host-cuda, --reps N, "
-                    "--max-seconds S, --scheduler default|Kiln|rules|both");
-  }
-  if (b.target != "host" && b.target != "host-cuda") {
-    user_error("bench: --target must be host or host-cuda, not '", b.target, "'");
-  }
-  return b;
-}
 
 struct Workload {
   std::string name;
@@ -155,10 +136,10 @@ std::vector<Workload> workloads(bool gpu) {
   return w;
 }
 
-}  // namespace
-
-int bench(const std::vector<std::string>& argv) {
-  BenchArgs a = parse(argv);
+int bench(const BenchArgs& a) {
+  if (a.target != "host" && a.target != "host-cuda") {
+    user_error("bench: --target must be host or host-cuda, not '", a.target, "'");
+  }
   const bool gpu = a.target == "host-cuda";
   if (gpu && !cuda_available()) user_error("bench: --target host-cuda needs a usable CUDA GPU; none was found");
   std::regex filter(a.filter.empty() ? ".*" : a.filter);
@@ -189,6 +170,20 @@ int bench(const std::vector<std::string>& argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& kiln, int* status) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* c = kiln.add_subcommand("bench", "run the benchmark workloads eager and compiled; one JSON object per line");
+  c->add_option("--filter", a->filter, "only the workloads whose name matches")->type_name("REGEX");
+  c->add_option("--target", a->target, "host (default) or host-cuda")->type_name("host|host-cuda");
+  add_count_option(c, "--reps", &a->reps, 1, "timed runs per implementation (default 30)");
+  add_seconds_option(c, "--max-seconds", &a->max_seconds, true,
+                     "time per implementation, after 5 runs (default 20; 0: no limit)");
+  add_scheduler_option(c, &a->schedulers);
+  c->callback([a, status] { *status = bench(*a); });
 }
 
 }  // namespace kiln::cli

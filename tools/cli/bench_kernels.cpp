@@ -17,6 +17,7 @@
 // VM, for the whole life of the process, which no number of rounds in that process
 // averages out. Within a process, a CPU kernel's rounds run on --buffer-sets sets of
 // buffers in turn (default 3), so its median is not one set's pages either.
+#include <CLI/CLI.hpp>
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -61,35 +62,6 @@ struct Args {
   std::string db;           // tuning database for the Kiln-tuned rows
   std::string schedules;    // comma-separated subset of the target's schedules, or all
 };
-
-Args parse(const std::vector<std::string>& args) {
-  Args a;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string opt = args[i];  // value() moves i on
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) user_error("bench-kernels: ", args[i], " needs a value");
-      return args[++i];
-    };
-    if (args[i] == "--filter") a.filter = value();
-    else if (args[i] == "--target") a.target = value();
-    else if (args[i] == "--reps") a.reps = count_option("bench-kernels", opt, value(), 1);
-    else if (args[i] == "--rounds") a.rounds = count_option("bench-kernels", opt, value(), 1);
-    else if (args[i] == "--processes") a.processes = count_option("bench-kernels", opt, value(), 1);
-    else if (args[i] == "--buffer-sets") a.buffer_sets = count_option("bench-kernels", opt, value(), 1);
-    else if (args[i] == "--timeout") a.timeout = seconds_option("bench-kernels", opt, value(), false);
-    else if (args[i] == "--max-seconds") a.max_seconds = seconds_option("bench-kernels", opt, value(), true);
-    else if (args[i] == "--db") a.db = value();
-    else if (args[i] == "--schedules") a.schedules = value();
-    else user_error("bench-kernels: unknown option '", args[i],
-                    "'; options: --filter REGEX, --target host|host-cuda, --schedules LIST, --reps N, --rounds N, "
-                    "--processes N, --buffer-sets N, --timeout S, --max-seconds S, --db PATH");
-  }
-  a.db = autoschedule::tuning_db_path(a.db);
-  if (a.target != "host" && a.target != "host-cuda") {
-    user_error("bench-kernels: --target must be host or host-cuda, not '", a.target, "'");
-  }
-  return a;
-}
 
 // Halide's autoscheduler plugins sit next to libHalide.so in the wheel.
 std::string halide_lib_dir() {
@@ -339,10 +311,11 @@ struct Row {
   double median_ms() const { return median(samples); }
 };
 
-}  // namespace
-
-int bench_kernels(const std::vector<std::string>& argv) {
-  Args a = parse(argv);
+int bench_kernels(Args a) {
+  a.db = autoschedule::tuning_db_path(a.db);
+  if (a.target != "host" && a.target != "host-cuda") {
+    user_error("bench-kernels: --target must be host or host-cuda, not '", a.target, "'");
+  }
   schedules_to_time(a);  // a bad --schedules is an error before anything runs
   const bool gpu = a.target == "host-cuda";
   const std::string label = gpu ? "cuda" : "cpu";
@@ -414,6 +387,30 @@ int bench_kernels(const std::vector<std::string>& argv) {
     user_error("bench-kernels: --filter '", a.filter, "' matches no generator; the generators are:", names);
   }
   return 0;
+}
+
+}  // namespace
+
+void add_bench_kernels(CLI::App& kiln, int* status) {
+  auto a = std::make_shared<Args>();
+  CLI::App* c = kiln.add_subcommand(
+      "bench-kernels",
+      "time the kernel-library generators under each schedule, side by side");
+  c->footer("Schedules: manual, default, Halide's autoschedulers, Kiln's. A table on stderr, one JSON object per line "
+            "on stdout.\n");
+  c->add_option("--filter", a->filter, "only the generators whose name matches")->type_name("REGEX");
+  c->add_option("--target", a->target, "host (default) or host-cuda")->type_name("host|host-cuda");
+  c->add_option("--schedules", a->schedules, "comma-separated schedules to time (default: all of the target's)")
+      ->type_name("LIST");
+  add_count_option(c, "--reps", &a->reps, 1, "timed runs per round (default 30)");
+  add_count_option(c, "--rounds", &a->rounds, 1, "interleaved rounds of every schedule (default 3)");
+  add_count_option(c, "--processes", &a->processes, 1, "child processes per schedule, each timed every round (default 1)");
+  add_count_option(c, "--buffer-sets", &a->buffer_sets, 1, "input and output sets per child, one per round in turn (default 3)");
+  add_seconds_option(c, "--timeout", &a->timeout, false,
+                     "per generator and schedule: scheduling and compiling, then each round (default 120)");
+  add_seconds_option(c, "--max-seconds", &a->max_seconds, true, "timing stops after this once 5 runs are in (default 10)");
+  c->add_option("--db", a->db, "the tuning database for the Kiln-tuned rows")->type_name("PATH");
+  c->callback([a, status] { *status = bench_kernels(*a); });
 }
 
 }  // namespace kiln::cli

@@ -1,17 +1,20 @@
-// The `kiln` command: one subcommand per use.
+// The `kiln` command: one subcommand per use, parsed by CLI11. Each add_* declares its
+// subcommand on the `kiln` app (options, help) with a callback that runs it once the command
+// line is parsed and leaves its exit status in *status.
 #pragma once
 
-#include <string>
-#include <vector>
+namespace CLI {
+class App;
+}
 
 namespace kiln::cli {
 
-int bench(const std::vector<std::string>& args);
-int bench_kernels(const std::vector<std::string>& args);
-int aot(const std::vector<std::string>& args);
-int models(const std::vector<std::string>& args);
-int autoschedule(const std::vector<std::string>& args);
-int tune(const std::vector<std::string>& args);
-int machine(const std::vector<std::string>& args);
+void add_bench(CLI::App& kiln, int* status);
+void add_bench_kernels(CLI::App& kiln, int* status);
+void add_models(CLI::App& kiln, int* status);
+void add_aot(CLI::App& kiln, int* status);
+void add_autoschedule(CLI::App& kiln, int* status);
+void add_tune(CLI::App& kiln, int* status);
+void add_machine(CLI::App& kiln, int* status);
 
 }  // namespace kiln::cli

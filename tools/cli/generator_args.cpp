@@ -50,6 +50,24 @@ void check_generator_or_model(const std::string& name, const std::string& comman
   user_error(command, ": '", name, "' is neither a kernel generator (", generators, ") nor a model (", models, ")");
 }
 
+GeneratorOrModel generator_or_model(const std::vector<std::string>& positional, const std::string& model_option,
+                                    const std::string& command, const std::string& usage) {
+  GeneratorOrModel g;
+  if (positional.empty() && model_option.empty()) user_error(command, ": no generator or model; usage: ", usage);
+  if (positional.size() + (model_option.empty() ? 0 : 1) > 1) {
+    user_error(command, ": one generator or model at a time, not '", positional.back(), "' too");
+  }
+  if (!model_option.empty()) {
+    g.model = model_option;
+  } else if (is_model_name(positional[0])) {
+    g.model = positional[0];
+  } else {
+    g.generator = parse_generator_arg(positional[0], command);
+    check_generator_or_model(g.generator.name, command);
+  }
+  return g;
+}
+
 ModelPipeline model_pipeline(const std::string& name) {
   ModelPipeline p{models::make_model(name), Graph(), SizeEstimates()};
   CompileOptions options;

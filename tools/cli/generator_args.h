@@ -7,6 +7,7 @@
 #include <Halide.h>
 
 #include <string>
+#include <vector>
 
 #include "kernel_spec.h"
 #include "lower/kiln_schedule.h"
@@ -24,6 +25,17 @@ struct GeneratorArg {
 GeneratorArg parse_generator_arg(const std::string& arg, const std::string& command);
 // "host" (this machine's CPU) or a Halide target string; anything else is a user error.
 Halide::Target parse_target(const std::string& s, const std::string& command);
+
+// What `kiln autoschedule` and `kiln tune` work on: one generator (with its parameters) or
+// one model, from the command line's positional arguments and --model.
+struct GeneratorOrModel {
+  GeneratorArg generator;
+  std::string model;
+};
+// User errors name `command` and say what it takes (`usage`): none given, several, or a
+// name that is neither a generator nor a model.
+GeneratorOrModel generator_or_model(const std::vector<std::string>& positional, const std::string& model_option,
+                                    const std::string& command, const std::string& usage);
 
 // A user error where `name` ("unary", "kiln_unary") is neither a generator nor a model:
 // both lists, so the message says what would be right.

@@ -1,102 +1,72 @@
+// kiln <command> [options]: CLI11 parses the command line; every error, whether CLI11's (an
+// unknown option, a missing value) or kiln's (a bad value, a failed command), is one line
+// "kiln <command>: error: ..." on stderr and exit status 2; --help prints the command's
+// usage on stdout and exits 0.
+#include <CLI/CLI.hpp>
+
 #include <iostream>
 #include <string>
-#include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
 
 namespace {
-// Each command's usage, in the order `kiln help` lists them.
-struct Command {
-  const char* name;
-  const char* usage;
-};
-const Command kCommands[] = {
-    {"bench",
-     "  bench [--filter REGEX] [--target host|host-cuda] [--reps N] [--max-seconds S]\n"
-     "        [--scheduler default|Kiln|rules|both]\n"
-     "      run the benchmark workloads eager and compiled; one JSON object per line\n"},
-    {"bench-kernels",
-     "  bench-kernels [--filter REGEX] [--target host|host-cuda] [--schedules LIST] [--reps N]\n"
-     "                [--rounds N] [--processes N] [--buffer-sets N] [--timeout S] [--max-seconds S]\n"
-     "                [--db PATH]\n"
-     "      time each kernel-library generator under each schedule (manual, default, Halide's\n"
-     "      autoschedulers, Kiln's); a table on stderr, one JSON object per line on stdout\n"},
-    {"models",
-     "  models [--filter REGEX] [--reps N] [--scheduler default|Kiln|rules|both] [--json]\n"
-     "      run each registered model (seed, mlp, gpt_block, resnet18) eager, compiled and\n"
-     "      through the f64 reference interpreter; print the errors and times (--json: one\n"
-     "      JSON object per line on stdout, the table on stderr)\n"},
-    {"aot",
-     "  aot <model> -o DIR [--target host|host-cuda] [--name NAME] [--embed-weights]\n"
-     "      [--scheduler default|Kiln|rules]\n"
-     "      export a registered model (seed, mlp, gpt_block, resnet18) as a static library\n"
-     "      with a C entry point, its header, its weights with a C loader, and a README\n"},
-    {"autoschedule",
-     "  autoschedule <generator>[:param=value...]|<model>|--model NAME [--target host|<Halide target>]\n"
-     "               [-o FILE [--force]] [--function NAME] [--db PATH|none]\n"
-     "      schedule a kernel-library generator with the Kiln autoscheduler (its tuned entry\n"
-     "      when the tuning database has one) and write the schedule file; for a model\n"
-     "      (seed, mlp, gpt_block, resnet18), the schedule kiln::compile gives its forward\n"
-     "      pass, to be applied with kiln::scheduled_backend\n"},
-    {"tune",
-     "  tune <generator>[:param=value...]|<model>|--model NAME [--target host|host-cuda|<Halide target>]\n"
-     "       [--budget-s S] [--candidates N] [--reps N] [--db PATH]\n"
-     "      time the Kiln autoscheduler's best candidates on this machine (its GPU for a\n"
-     "      CUDA target): a generator at its estimate sizes, a model's forward pass on its\n"
-     "      example inputs; the fastest goes into the tuning database (--db >\n"
-     "      $KILN_TUNING_DB > ./kiln_tuning.json > ~/.cache/kiln/tuning.json), which\n"
-     "      kiln::compile and kiln aot read too\n"},
-    {"machine",
-     "  machine [--target host|<Halide target>] [--calibrate]\n"
-     "      print the machine model the Kiln autoscheduler plans for (detected, then\n"
-     "      KILN_MACHINE); --calibrate times Halide's thread pool on stages of empty tasks\n"
-     "      and prints the lock_us that fits them, to set with KILN_MACHINE\n"},
-};
 
-std::string usage() {
-  std::string u = "usage: kiln <command> [options]   (kiln <command> --help: that command alone)\ncommands:\n";
-  for (const Command& c : kCommands) u += c.usage;
-  return u;
-}
-
-bool asks_for_help(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") return true;
+// The subcommand the command line names, for error messages: "kiln tune: error: ...".
+std::string command_of(CLI::App& app, int argc, char** argv) {
+  for (CLI::App* sub : app.get_subcommands()) return sub->get_name();
+  if (argc >= 2) {
+    for (CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_name() == argv[1]) return sub->get_name();
+    }
   }
-  return false;
+  return "";
 }
-}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << usage();
-    return 2;
+  CLI::App app{"kiln: benchmarks, models, AOT export, the autoscheduler and the tuner", "kiln"};
+  app.require_subcommand(1);
+  int status = 0;
+  kiln::cli::add_bench(app, &status);
+  kiln::cli::add_bench_kernels(app, &status);
+  kiln::cli::add_models(app, &status);
+  kiln::cli::add_aot(app, &status);
+  kiln::cli::add_autoschedule(app, &status);
+  kiln::cli::add_tune(app, &status);
+  kiln::cli::add_machine(app, &status);
+  app.footer("kiln <command> --help: that command's options\n");  // set after the commands, which would inherit it
+  if (argc >= 2 && std::string(argv[1]) == "help") {
+    std::cout << app.help();
+    return 0;
   }
-  std::string cmd = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
-  for (const Command& c : kCommands) {
-    if (cmd == c.name && asks_for_help(args)) {
-      std::cout << "usage: kiln\n" << c.usage;
-      return 0;
-    }
+  if (argc >= 2 && argv[1][0] != '-' && command_of(app, argc, argv).empty()) {
+    std::string names;
+    for (CLI::App* sub : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+    std::cerr << "kiln: error: unknown command '" << argv[1] << "'; the commands are " << names
+              << " (kiln help says what each does)\n";
+    return 2;
   }
   try {
-    if (cmd == "bench") return kiln::cli::bench(args);
-    if (cmd == "bench-kernels") return kiln::cli::bench_kernels(args);
-    if (cmd == "aot") return kiln::cli::aot(args);
-    if (cmd == "machine") return kiln::cli::machine(args);
-    if (cmd == "models") return kiln::cli::models(args);
-    if (cmd == "autoschedule") return kiln::cli::autoschedule(args);
-    if (cmd == "tune") return kiln::cli::tune(args);
-    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
-      std::cout << usage();
-      return 0;
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);  // the help of the command named, on stdout; 0
+  } catch (const CLI::ParseError& e) {
+    const std::string cmd = command_of(app, argc, argv);
+    if (cmd.empty()) {
+      std::cerr << "kiln: error: " << e.what() << "\n\n" << app.help();
+    } else {
+      std::cerr << "kiln " << cmd << ": error: " << e.what() << "\n(kiln " << cmd << " --help lists its options)\n";
     }
-    std::cerr << "kiln: unknown command '" << cmd << "'\n" << usage();
     return 2;
   } catch (const kiln::Error& e) {
-    std::cerr << "kiln " << cmd << ": error: " << e.what() << "\n";
+    // The commands' messages name themselves ("tune: ..."), as they do when thrown elsewhere.
+    const std::string cmd = command_of(app, argc, argv);
+    std::string what = e.what();
+    if (what.rfind(cmd + ": ", 0) == 0) what = what.substr(cmd.size() + 2);
+    std::cerr << "kiln " << cmd << ": error: " << what << "\n";
     return 2;
   }
+  return status;
 }

@@ -1,9 +1,12 @@
 // kiln models: every registered model eager and compiled on its seeded input, checked
 // against eager and the reference interpreter (f64 references of every op), and timed;
 // with --scheduler both, compiled once by the rules and once by Kiln, side by side.
+#include <CLI/CLI.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <regex>
 
 #include "cli/bench_report.h"
@@ -24,24 +27,7 @@ struct ModelsArgs {
   bool json = false;  // JSON lines on stdout (bench_report.h's format), the table on stderr
 };
 
-ModelsArgs parse(const std::vector<std::string>& args) {
-  ModelsArgs m;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--filter" && has_value) m.filter = args[++i];
-    else if (args[i] == "--reps" && has_value) m.reps = count_option("models", "--reps", args[++i], 1);
-    else if (args[i] == "--scheduler" && has_value) m.schedulers = scheduler_option("models", args[++i]);
-    else if (args[i] == "--json") m.json = true;
-    else user_error("models: unknown option '", args[i], "'; options: --filter REGEX, --reps N, "
-                    "--scheduler default|Kiln|rules|both, --json");
-  }
-  return m;
-}
-
-}  // namespace
-
-int models(const std::vector<std::string>& args) {
-  const ModelsArgs a = parse(args);
+int models(const ModelsArgs& a) {
   std::FILE* table = a.json ? stderr : stdout;
   std::regex re(a.filter.empty() ? ".*" : a.filter);
   bool all_ok = true;
@@ -90,6 +76,21 @@ int models(const std::vector<std::string>& args) {
                  a.schedulers[s].c_str(), timed, std::exp(log_ratio[s] / timed), a.schedulers[s].c_str());
   }
   return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+void add_models(CLI::App& kiln, int* status) {
+  auto a = std::make_shared<ModelsArgs>();
+  CLI::App* c = kiln.add_subcommand(
+      "models", "check and time the registered models eager, compiled and against the f64 reference");
+  c->footer("Each of seed, mlp, gpt_block, resnet18 runs eager, compiled and through the f64 reference interpreter; "
+            "the errors and times are printed, and the exit status is 1 where they disagree.\n");
+  c->add_option("--filter", a->filter, "only the models whose name matches")->type_name("REGEX");
+  add_count_option(c, "--reps", &a->reps, 1, "timed runs of each (default 10)");
+  add_scheduler_option(c, &a->schedulers);
+  c->add_flag("--json", a->json, "one JSON object per line on stdout, the table on stderr");
+  c->callback([a, status] { *status = models(*a); });
 }
 
 }  // namespace kiln::cli

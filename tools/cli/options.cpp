@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -48,6 +50,33 @@ std::vector<std::string> scheduler_option(const std::string& command, const std:
   std::string valid;
   for (const std::string& n : names) valid += n + ", ";
   user_error(command, ": --scheduler must be ", valid, "or both (the rules and Kiln), not '", text, "'");
+}
+
+CLI::Option* add_count_option(CLI::App* command, const std::string& name, int* value, int at_least,
+                              const std::string& help) {
+  const std::string cmd = command->get_name();
+  return command
+      ->add_option_function<std::string>(
+          name, [=](const std::string& text) { *value = count_option(cmd, name, text, at_least); }, help)
+      ->type_name("N");
+}
+
+CLI::Option* add_seconds_option(CLI::App* command, const std::string& name, double* value, bool zero_allowed,
+                                const std::string& help) {
+  const std::string cmd = command->get_name();
+  return command
+      ->add_option_function<std::string>(
+          name, [=](const std::string& text) { *value = seconds_option(cmd, name, text, zero_allowed); }, help)
+      ->type_name("S");
+}
+
+CLI::Option* add_scheduler_option(CLI::App* command, std::vector<std::string>* value) {
+  const std::string cmd = command->get_name();
+  return command
+      ->add_option_function<std::string>(
+          "--scheduler", [=](const std::string& text) { *value = scheduler_option(cmd, text); },
+          "the compiled rows' scheduler; both: the rules and Kiln side by side (default: default, which is Kiln)")
+      ->type_name("default|Kiln|rules|both");
 }
 
 std::string compiled_impl(const std::string& scheduler) {

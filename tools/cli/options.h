@@ -6,6 +6,11 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
 namespace kiln::cli {
 
 // A whole number of at least `at_least`.
@@ -18,6 +23,14 @@ double seconds_option(const std::string& command, const std::string& option, con
 // The schedulers of compiled rows (`--scheduler`): one of lower/scheduler.h's names, or
 // "both" for the rules and Kiln (in that order, the baseline first).
 std::vector<std::string> scheduler_option(const std::string& command, const std::string& text);
+
+// The same three as options of a subcommand (CLI11), checked while the command line is
+// parsed; `help` says what the option does, and its default.
+CLI::Option* add_count_option(CLI::App* command, const std::string& name, int* value, int at_least,
+                              const std::string& help);
+CLI::Option* add_seconds_option(CLI::App* command, const std::string& name, double* value, bool zero_allowed,
+                                const std::string& help);
+CLI::Option* add_scheduler_option(CLI::App* command, std::vector<std::string>* value);
 
 // The impl a compiled row reports: "kiln-compiled" with the default scheduler (what a user
 // gets: Kiln), "kiln-compiled-<scheduler>" when one is named.

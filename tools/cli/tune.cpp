@@ -4,6 +4,8 @@
 // inputs; the fastest goes into the tuning database, where the Kiln plugin
 // (kiln_add_kernel_library(... SCHEDULE Kiln), kiln autoschedule) and kiln's graph
 // compiler (kiln::compile and kiln aot with the Kiln scheduler) find it.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -26,6 +28,8 @@ namespace kiln::cli {
 namespace {
 
 struct Args {
+  std::vector<std::string> positional;  // the generator or model, as given
+  std::string model_option;             // --model NAME
   GeneratorArg generator;
   std::string model;  // or a registered model
   std::string target = "host";
@@ -35,36 +39,7 @@ struct Args {
   std::string db;
 };
 
-const char* kOptions =
-    "options: --target host|host-cuda|<Halide target>, --budget-s S, --candidates N, --reps N, --db PATH, "
-    "--model NAME (a model that shares a generator's name)";
-
-Args parse(const std::vector<std::string>& args) {
-  Args a;
-  bool have_generator = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) user_error("tune: ", args[i], " needs a value");
-      return args[++i];
-    };
-    const std::string& opt = args[i];
-    if (opt == "--target") a.target = value();
-    else if (opt == "--budget-s") a.budget_s = seconds_option("tune", opt, value(), false);
-    else if (opt == "--candidates") a.candidates = count_option("tune", opt, value(), 1);
-    else if (opt == "--reps") a.reps = count_option("tune", opt, value(), 1);
-    else if (opt == "--db") a.db = value();
-    else if (!opt.empty() && opt[0] == '-' && opt != "--model") user_error("tune: unknown option '", opt, "'; ", kOptions);
-    else if (have_generator) user_error("tune: one generator or model at a time, not '", opt, "' too");
-    else if (opt == "--model") a.model = value(), have_generator = true;
-    else if (is_model_name(opt)) a.model = opt, have_generator = true;
-    else a.generator = parse_generator_arg(opt, "tune"), have_generator = true;
-    if (!a.generator.name.empty()) check_generator_or_model(a.generator.name, "tune");
-  }
-  if (!have_generator) {
-    user_error("tune: no generator or model; usage: kiln tune <generator>[:param=value...]|<model> ", kOptions);
-  }
-  return a;
-}
+const char* kUsage = "kiln tune <generator>[:param=value...]|<model>|--model NAME [options]";
 
 void print_summary(const autoschedule::TuneResult& r, const std::string& path) {
   std::fprintf(stderr, "  %-3s %12s %12s %12s  %s\n", "#", "measured", "again", "predicted", "knobs");
@@ -137,10 +112,10 @@ autoschedule::Trial measure_model(const ModelPipeline& m, const std::vector<Tens
   return autoschedule::Trial{t.min_ms, source, [run, reps] { return kernels::time_runs(run, reps, 1.0, 0.02).median_ms; }};
 }
 
-}  // namespace
-
-int tune(const std::vector<std::string>& argv) {
-  const Args a = parse(argv);
+int tune(Args a) {
+  const GeneratorOrModel what = generator_or_model(a.positional, a.model_option, "tune", kUsage);
+  a.generator = what.generator;
+  a.model = what.model;
   const Halide::Target target = parse_target(a.target, "tune");
   if (target.has_gpu_feature() && !target.has_feature(Halide::Target::CUDA)) {
     user_error("tune: the Kiln autoscheduler plans CPU and CUDA targets, not ", target.to_string());
@@ -195,6 +170,30 @@ int tune(const std::vector<std::string>& argv) {
                 "timed but not predicted)\n");
   }
   return 0;
+}
+
+}  // namespace
+
+void add_tune(CLI::App& kiln, int* status) {
+  auto a = std::make_shared<Args>();
+  CLI::App* c = kiln.add_subcommand(
+      "tune",
+      "time the Kiln autoscheduler's best candidates here and save the fastest");
+  c->footer("Candidates run on this machine (its GPU for a CUDA target): a generator at its estimate sizes, a model's "
+            "forward pass on its example inputs. The fastest goes into the tuning database, which kiln autoschedule, "
+            "kiln::compile and kiln aot read.\n");
+  c->add_option("generator", a->positional, "a generator with its parameters (unary:op=gelu:dtype=f16) or a model")
+      ->type_name("<generator>[:param=value...]|<model>");
+  c->add_option("--model", a->model_option, "a model that shares a generator's name (seed)")->type_name("NAME");
+  c->add_option("--target", a->target, "host (default), host-cuda or a Halide target string")
+      ->type_name("host|host-cuda|<Halide target>");
+  add_seconds_option(c, "--budget-s", &a->budget_s, false, "time to spend timing candidates (default 60)");
+  add_count_option(c, "--candidates", &a->candidates, 1, "candidates to time (default 8)");
+  add_count_option(c, "--reps", &a->reps, 1, "runs per candidate (default 10)");
+  c->add_option("--db", a->db, "the tuning database to update (default: $KILN_TUNING_DB, ./kiln_tuning.json, "
+                               "~/.cache/kiln/tuning.json)")
+      ->type_name("PATH");
+  c->callback([a, status] { *status = tune(*a); });
 }
 
 }  // namespace kiln::cli
