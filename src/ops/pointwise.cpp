@@ -138,7 +138,7 @@ const UnarySpec kUnary[] = {
     {"cos", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::cos(x); }, [](double x, const Attrs&) { return std::cos(x); }, true},
     {"tan", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::tan(x); }, [](double x, const Attrs&) { return std::tan(x); }, true},
     {"exp", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::exp(x); }, [](double x, const Attrs&) { return std::exp(x); }, true},
-    {"log", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::log(x); }, [](double x, const Attrs&) { return std::log(x); }},
+    {"log", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::log(x); }, [](double x, const Attrs&) { return std::log(x); }},
     {"sqrt", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::sqrt(x); }, [](double x, const Attrs&) { return std::sqrt(x); }, true},
     {"rsqrt", UnaryTypes::FloatResult,
      [](Expr x, const Attrs&) { return Halide::cast(x.type(), 1) / Halide::sqrt(x); },
@@ -310,6 +310,25 @@ const BinarySpec kBinary[] = {
     {"minimum", false, false, false, nan_min, ref_min},
 };
 
+// x - x, x * 0 and 0 * x for the same x (or the constant 0) are 0 to Halide's simplifier
+// even inside strict_float: a reduction that adds such a term is proved a no-op and
+// dropped (Halide's loop trimming), so sum(x - x) was 0 where x holds inf or NaN. The
+// IEEE result with its condition written out cannot be proved 0.
+// (A traced number is a Func of no arguments whose value is the constant.)
+bool is_zero_constant(const Func& f) {
+  if (!f.defined() || f.has_update_definition() || f.outputs() != 1 || f.dimensions() != 0) return false;
+  return Halide::Internal::is_const_zero(Halide::Internal::simplify(f.value()));
+}
+
+Expr ieee_cancellation(const std::string& op, const std::vector<Func>& in, const Expr& a, const Expr& b,
+                       const Expr& y) {
+  auto nan_unless_finite = [&](const Expr& x) { return Halide::select(math::is_finite(x), y, math::quiet_nan(y.type())); };
+  if (op == "sub" && Halide::Internal::equal(a, b)) return nan_unless_finite(a);
+  if (op == "mul" && is_zero_constant(in[1])) return nan_unless_finite(a);
+  if (op == "mul" && is_zero_constant(in[0])) return nan_unless_finite(b);
+  return y;
+}
+
 OpDef binary_op(const BinarySpec& s) {
   OpDef d;
   d.name = s.name;
@@ -345,7 +364,7 @@ OpDef binary_op(const BinarySpec& s) {
     // x / x and 0 / x to constants (wrong for inf and NaN) and a division by the constant
     // 0 to an undefined value. Strict ops keep each operation as written; they cost only
     // fused multiply-adds across op boundaries.
-    if (ht.is_float() && s.arithmetic && !s.bool_result) y = Halide::strict_float(y);
+    if (ht.is_float() && s.arithmetic && !s.bool_result) y = ieee_cancellation(s.name, in, a, b, Halide::strict_float(y));
     Func f(s.name);
     f(v) = algo::to_storage(y, out);
     return f;

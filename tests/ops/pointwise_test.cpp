@@ -322,6 +322,39 @@ TEST(BinaryOps, CompiledArithmeticIsIeeeForInfAndNaN) {
   }
 }
 
+// Summed, a term the simplifier takes for 0 made Halide drop the whole reduction as a
+// no-op (found by kiln_fuzz: mse_loss(x, x) was 0 for an x holding -inf).
+TEST(BinaryOps, ReductionsOfCancellingTermsKeepNaN) {
+  Tensor x = from_vector(std::vector<double>{0.0, 2.0, 1.0, -INFINITY, 3.0, 4.0}, Shape({3, 2}));
+  const double nan = NAN;
+  struct Case {
+    const char* name;
+    Tensor (*fn)(const Tensor&);
+    std::vector<double> want;  // IEEE: inf - inf and inf * 0 are NaN
+  };
+  const std::vector<Case> cases = {
+      {"sum(x - x)", [](const Tensor& t) { return sum(t - t); }, {nan}},
+      {"sum(x * 0)", [](const Tensor& t) { return sum(t * 0.0); }, {nan}},
+      {"sum(0 * x, 1)", [](const Tensor& t) { return sum(0.0 * t, {1}); }, {0.0, nan, 0.0}},
+      {"mean(x - x, 0)", [](const Tensor& t) { return mean(t - t, {0}); }, {0.0, nan}},
+      {"mse_loss(x, x)", [](const Tensor& t) { return mse_loss(t, t); }, {nan}},
+  };
+  for (const std::string scheduler : {"default", "rules"}) {
+    CompileOptions o;
+    o.scheduler = scheduler;
+    for (const Case& c : cases) {
+      const std::vector<double> got = compile([fn = c.fn](const Tensor& t) { return fn(t); }, o)(x).to_doubles();
+      ASSERT_EQ(got.size(), c.want.size()) << c.name;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(c.want[i])) EXPECT_TRUE(std::isnan(got[i])) << c.name << " " << scheduler << " [" << i << "]: " << got[i];
+        else EXPECT_EQ(got[i], c.want[i]) << c.name << " " << scheduler << " [" << i << "]";
+      }
+      const std::vector<double> eager = c.fn(x).to_doubles();
+      for (size_t i = 0; i < eager.size(); ++i) EXPECT_EQ(std::isnan(eager[i]), std::isnan(c.want[i])) << c.name;
+    }
+  }
+}
+
 TEST(BinaryOps, ZeroDimTensorsPromoteLikeScalars) {
   // PyTorch: a 0-d operand decides the dtype only when of a higher category.
   EXPECT_EQ((ones(Shape({3}), DType::F16) + scalar_tensor(1.0, DType::F32)).dtype(), DType::F16);
