@@ -505,6 +505,45 @@ std::map<std::string, VjpFn> conv_rules() {
     const Tensor share = g / from_vector(divisor, Shape({w.OH, w.OW}), g.dtype());
     return Grads{w.scatter([&](int64_t, int64_t) { return share; })};
   };
+  // adaptive_avg_pool2d: output cell (i, j) averages the bin of rows [i*H/OH, ceil((i+1)*H/OH))
+  // and the like for columns; each input position gets g / area from every bin holding it.
+  // Done per axis, a bin's share g / width gathered into each column (then row) for the
+  // k-th bin holding it, k below the most bins any position is in: gathers and selects, so
+  // an inf or NaN gradient stays in its own bin (a product with a 0/1 matrix would not).
+  r["adaptive_avg_pool2d"] = [](const VjpArgs& v) {
+    const Tensor& x = v.inputs[0];
+    if (!x.shape().is_static()) user_error("adaptive_avg_pool2d: gradients need static sizes, got ", x.meta().str());
+    Tensor g = v.grad;
+    for (int axis : {3, 2}) {
+      const int64_t in = x.shape()[axis].size, out = g.shape()[axis].size;
+      std::vector<std::vector<int64_t>> holding(static_cast<size_t>(in));  // the bins each position is in
+      std::vector<double> width(static_cast<size_t>(out));
+      for (int64_t b = 0; b < out; ++b) {
+        const int64_t start = (b * in) / out, end = ((b + 1) * in + out - 1) / out;
+        width[size_t(b)] = double(end - start);
+        for (int64_t p = start; p < end; ++p) holding[size_t(p)].push_back(b);
+      }
+      size_t most = 0;
+      for (const auto& h : holding) most = std::max(most, h.size());
+      const Shape along = axis == 3 ? Shape({out}) : Shape({out, 1});
+      const Tensor share = g / from_vector(width, along, g.dtype());
+      const Tensor zero = scalar(0.0, g.dtype());
+      Tensor sum;
+      for (size_t k = 0; k < most; ++k) {
+        std::vector<int64_t> bin(static_cast<size_t>(in));
+        std::vector<double> held(static_cast<size_t>(in));
+        for (int64_t p = 0; p < in; ++p) {
+          held[size_t(p)] = k < holding[size_t(p)].size();
+          bin[size_t(p)] = held[size_t(p)] ? holding[size_t(p)][k] : 0;
+        }
+        const Tensor mask = from_vector(held, axis == 3 ? Shape({in}) : Shape({in, 1}), DType::Bool);
+        Tensor part = where(mask, index_select(share, axis, from_vector(bin, Shape({in}))), zero);
+        sum = sum.defined() ? sum + part : part;
+      }
+      g = sum;
+    }
+    return Grads{g};
+  };
   return r;
 }
 
@@ -528,10 +567,10 @@ void attach_vjp_rules(std::vector<OpDef>& ops) {
                                              // bool outputs: comparisons and logic
                                              "eq", "ne", "lt", "le", "gt", "ge",
                                              "logical_and", "logical_or", "logical_not"};
-  // Windowed ops whose gradients Halide derives from their algorithms (checked against
-  // finite differences in tests/autodiff/grad_test.cpp). max_pool2d and avg_pool2d have
-  // rules above: Halide cannot differentiate a max reduction, nor stop at one upstream.
-  static const std::set<std::string> halide_derived = {"adaptive_avg_pool2d"};
+  // Ops whose gradients Halide derives from their algorithms (checked against finite
+  // differences in tests/autodiff/grad_test.cpp); none today. The pooling ops have rules:
+  // Halide cannot differentiate a max reduction, nor stop at one upstream.
+  static const std::set<std::string> halide_derived = {};
   for (OpDef& d : ops) {
     if (auto it = rules.find(d.name); it != rules.end()) d.vjp = it->second;
     if (zero.count(d.name)) d.zero_gradient = true;

@@ -198,6 +198,35 @@ TEST(Autograd, CompiledGradientOfAnAvgPoolOfAMaxPool) {
   EXPECT_TRUE(allclose(interpret(g, {x}, InterpretMode::Reference)[0], eager, 1e-9, 1e-9));
 }
 
+TEST(Autograd, CompiledGradientOfAnAdaptiveAvgPoolAfterAMaxPoolOrAConvolution) {
+  // Halide's adjoint, which adaptive_avg_pool2d used, refused a max_pool2d upstream and threw
+  // std::out_of_range (map::at) after a conv2d (kiln_fuzz --seed 3001); it has a rule now.
+  Tensor x = rand(Shape({2, 3, 7, 5}), 5, -2.0, 2.0, DType::F64);
+  Tensor w = rand(Shape({3, 3, 2, 2}), 6, -1.0, 1.0, DType::F64);
+  auto after_max = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sum(adaptive_avg_pool2d(max_pool2d(in[0], {2}, {1}, {0}, {1}, false), {4, 3}) * 3.0)};
+  };
+  auto after_conv = [&w](const std::vector<Tensor>& in) {
+    Tensor y = adaptive_avg_pool2d(conv2d(in[0], w, Tensor(), {1}, {1}), {3, 7});  // columns shared by bins
+    return std::vector<Tensor>{sum(y * y)};
+  };
+  for (const auto& loss : {TensorFn(after_max), TensorFn(after_conv)}) {
+    Tensor eager = grad(loss, {0})({x})[0];
+    Tensor compiled = compile(grad(loss, {0}))({x})[0];
+    EXPECT_TRUE(allclose(compiled, eager, 1e-10, 1e-10)) << max_abs_diff(compiled, eager);
+    Tensor reference = interpret(trace(grad(loss, {0}), {x}), {x}, InterpretMode::Reference)[0];
+    EXPECT_TRUE(allclose(reference, eager, 1e-9, 1e-9)) << max_abs_diff(reference, eager);
+  }
+  // An infinite output gradient reaches only its own bin: rows 0-1 and columns 0-1 here.
+  Tensor c = from_vector(std::vector<double>{INFINITY, 1, 1, 1}, Shape({1, 1, 2, 2}), DType::F64);
+  Tensor one = ones(Shape({1, 1, 4, 3}), DType::F64);
+  std::vector<double> g = grad([&c](const Tensor& t) { return sum(adaptive_avg_pool2d(t, {2, 2}) * c); }, {0})({one})[0]
+                              .to_doubles();
+  for (int64_t h = 0; h < 4; ++h)
+    for (int64_t col = 0; col < 3; ++col)
+      EXPECT_EQ(std::isinf(g[size_t(h * 3 + col)]), h < 2 && col < 2) << h << ", " << col;
+}
+
 TEST(Autograd, FloorCeilRoundPassZerosBack) {
   // As PyTorch: their outputs need grad, and the gradient is zero.
   for (Tensor (*op)(const Tensor&) : {&floor, &ceil, &round}) {
