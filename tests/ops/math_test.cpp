@@ -128,6 +128,36 @@ TEST(IeeeMath, ExpAndPowAreAccurateOverDenseSweeps) {
   EXPECT_LE(max_ulps(pow(b, y).to_doubles(), want_pow), 256.0);
 }
 
+// Halide's log and pow read a subnormal's empty exponent field: log(1e-40f) came out near
+// -88 and pow(1e-40f, -1) finite, so pow's gradient at such a base was finite where PyTorch
+// gives inf (kiln_fuzz --seed 3001).
+TEST(IeeeMath, LogAndPowOfSubnormalInputs) {
+  set_flush_denormals(false);  // IEEE subnormals (KILN_DENORMALS=keep); flushed, they read as 0
+  const std::vector<double> xs = {1e-40, 1.4e-45, 3e-39, 1e-38, 1.2e-38};  // subnormal, and normal at the end
+  const std::vector<double> exponents = {-1.0, 0.5, 2.0, -0.25};
+  Tensor x = from_vector(xs, Shape({int64_t(xs.size())}));
+  auto logs = [](const Tensor& t) { return log(t); };
+  for (const std::vector<double>& got : {log(x).to_doubles(), compile(logs)(x).to_doubles()}) {
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = std::log(double(float(xs[i])));
+      EXPECT_NEAR(got[i], want, 4e-6 * std::abs(want)) << "log(" << xs[i] << ")";
+    }
+  }
+  for (double e : exponents) {
+    Tensor y = full(Shape({int64_t(xs.size())}), e);
+    auto pows = [](const Tensor& a, const Tensor& b) { return pow(a, b); };
+    for (const std::vector<double>& got : {pow(x, y).to_doubles(), compile(pows)(x, y).to_doubles()}) {
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const double want = std::pow(double(float(xs[i])), e);
+        const std::string what = "pow(" + std::to_string(xs[i]) + ", " + std::to_string(e) + ")";
+        if (std::isinf(float(want)) || std::abs(want) < 1.2e-38) EXPECT_EQ(float(got[i]), float(want)) << what;
+        else EXPECT_NEAR(got[i], want, 1e-5 * want) << what;  // exp(y log x): |y log x| ulps
+      }
+    }
+  }
+  set_flush_denormals(true);
+}
+
 TEST(IeeeMath, ErfInF64IsAccurateToF64) {
   const int n = 4001;
   std::vector<double> xs(n);

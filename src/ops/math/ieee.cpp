@@ -54,9 +54,24 @@ Expr exp(const Expr& x) {
   return algo::propagate_nan(x, y);
 }
 
+namespace {
+
+// Halide's log reads the exponent field, which a subnormal lacks (log of 1e-40f came out
+// near -88, not -92): a positive subnormal is scaled into the normal range first.
+Expr log_of_normalized(const Expr& x) {
+  const Halide::Type t = x.type();
+  const int k = t.bits() == 64 ? 54 : 24;  // more than the mantissa's bits
+  const double smallest_normal = t.bits() == 64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38;
+  const Expr subnormal = Halide::strict_float(x > constant(t, 0)) && Halide::strict_float(x < constant(t, smallest_normal));
+  const Expr scaled = Halide::strict_float(Halide::log(x * constant(t, std::ldexp(1.0, k))) - constant(t, k * 0.6931471805599453));
+  return Halide::select(subnormal, scaled, Halide::log(x));
+}
+
+}  // namespace
+
 Expr log(const Expr& x) {
   // Halide's log gives NaN below 0 and -inf at 0 already; +inf and NaN pass through.
-  return Halide::select(algo::is_nan(x) || algo::is_pos_inf(x), x, Halide::log(x));
+  return Halide::select(algo::is_nan(x) || algo::is_pos_inf(x), x, log_of_normalized(x));
 }
 
 Expr log1p(const Expr& x) {
@@ -114,9 +129,12 @@ Expr pow(const Expr& x, const Expr& y) {
 
   // |x|^y for finite non-zero |x| and finite y, guarding Halide's polynomial against
   // overflow and underflow (it wraps to 0 or a finite value there).
-  const Expr z = Halide::strict_float(y * Halide::log(ax));
+  // (Halide's pow, like its log, is wrong for a subnormal base: exp(y log x) there.)
+  const double smallest_normal = t.bits() == 64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38;
+  const Expr z = Halide::strict_float(y * log_of_normalized(ax));
   Expr magnitude = Halide::select(Halide::strict_float(z > constant(t, overflow_threshold(t))), inf,
                                   Halide::strict_float(z < constant(t, underflow_threshold(t))), zero,
+                                  Halide::strict_float(ax < constant(t, smallest_normal)), kiln::math::exp(z),
                                   Halide::pow(ax, y));
   Expr r = Halide::select(x_negative && !y_is_int, nan, flip_sign(x_negative && y_is_odd, magnitude));
   // A zero or infinite base: 0 or inf by the sign of y (swapped for inf), signed for odd y.
