@@ -28,13 +28,20 @@ uint64_t mix(uint64_t x) {
 }
 
 // t with each element scaled by 1 +- 2 ulps (signs from a hash of round, node, index).
-Tensor nudge(const Tensor& t, uint64_t round, int node) {
+// `absolute`: also moved by 2 ulps of the tensor's largest finite magnitude (all up in odd
+// rounds, down in even ones, so a step function's threshold is seen from both sides), the error of
+// ops that combine elements (a log_softmax of [25, 0] is 0 in f32 at 25, -1.4e-11 exactly).
+Tensor nudge(const Tensor& t, uint64_t round, int node, bool absolute = false) {
   if (!is_float(t.dtype())) return t;
   std::vector<double> v = t.to_doubles();
   const double u = 2 * ulp_of(t.dtype());
+  double scale = 0;
+  if (absolute)
+    for (double x : v)
+      if (std::isfinite(x)) scale = std::max(scale, std::fabs(x));
   for (size_t i = 0; i < v.size(); ++i) {
     bool up = mix(round * 0x9E3779B97F4A7C15ull ^ (uint64_t(node) << 32) ^ i) & 1;
-    v[i] *= up ? 1 + u : 1 - u;
+    v[i] = v[i] * (up ? 1 + u : 1 - u) + (round % 2 ? u : -u) * scale;  // up in odd rounds, down in even ones
   }
   return from_vector(v, t.shape(), t.dtype());
 }
@@ -53,6 +60,12 @@ bool accumulates(const std::string& op) {
   static const std::set<std::string> ops = {"matmul", "conv2d", "linear", "sum", "mean", "prod", "layer_norm",
                                             "rms_norm", "avg_pool2d", "adaptive_avg_pool2d", "cross_entropy",
                                             "mse_loss"};
+  return ops.count(op) > 0;
+}
+
+// Other ops whose rounding error is relative to the largest element they combine.
+bool combines(const std::string& op) {
+  static const std::set<std::string> ops = {"softmax", "log_softmax"};
   return ops.count(op) > 0;
 }
 
@@ -79,7 +92,8 @@ std::vector<Tensor> nudged_run(const Graph& graph, const std::vector<Tensor>& in
         metas.push_back(v.meta());
       }
       const OpDef& op = get_op(n.op);
-      values[size_t(n.id)] = nudge(op.reference(args, n.attrs, infer_op(op, metas, n.attrs)), round, n.id);
+      values[size_t(n.id)] = nudge(op.reference(args, n.attrs, infer_op(op, metas, n.attrs)), round, n.id,
+                                   round > 2 && (acc || combines(n.op)));
     }
   }
   std::vector<Tensor> out;
@@ -94,7 +108,8 @@ ReferenceResult reference_with_slack(const Graph& graph, const std::vector<Tenso
   r.outputs = interpret(graph, inputs, InterpretMode::Reference);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   for (const Tensor& o : r.outputs) r.slack.emplace_back(size_t(o.numel()), 0.0);
-  for (uint64_t round = 1; round <= 2; ++round) {
+  // Rounds 1-2 nudge by ulps of each value, 3-4 also by ulps of each combining op's largest.
+  for (uint64_t round = 1; round <= 4; ++round) {
     std::vector<Tensor> nudged;
     try {
       nudged = nudged_run(graph, inputs, round, &r.overflow_risk);

@@ -1,9 +1,10 @@
 // The oracle: kiln's reference interpreter (each op's plain C++ implementation, computing
 // in double and rounding to the op's dtype) over the traced graph, plus the slack of each
-// output element: 4x the largest change of the reference's result over two runs that nudge
+// output element: 4x the largest change of the reference's result over runs that nudge
 // every op result (and the operands of accumulating ops: matmul, sum, ...) by +-2 ulps of
-// its dtype (a position whose NaN-ness
-// or infinity changes gets infinite slack: unstable). See compare.h.
+// its dtype, then, in two more runs, the results of ops that combine elements (those and
+// softmax) also by 2 ulps of their largest element, up and then down (a position whose
+// NaN-ness or infinity changes gets infinite slack: unstable). See compare.h.
 #pragma once
 
 #include <vector>
