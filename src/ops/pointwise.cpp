@@ -1,5 +1,6 @@
 // Pointwise ops: scalar constants, cast, unary math and broadcasting binary arithmetic.
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
 #include "ops/math/ieee.h"
@@ -178,13 +179,15 @@ const UnarySpec kUnary[] = {
     {"gelu", UnaryTypes::FloatResult,
      [](Expr x, const Attrs& a) {
        Halide::Type t = x.type();
-       Expr half = algo::constant(t, 0.5), one = algo::constant(t, 1);
+       Expr half = algo::constant(t, 0.5);
        if (a.get_string("approximate") == "tanh") {
          Expr inner = algo::constant(t, 0.7978845608028654) * (x + algo::constant(t, 0.044715) * x * x * x);
-         return half * x * (one + Halide::tanh(inner));
+         return x * (half + half * Halide::tanh(inner));  // as below
        }
+       // x times a factor in [0, 1]: 0.5 * x * (1 + e) regrouped as (x * (1 + e)) * 0.5
+       // overflows for x near the type's largest value.
        Expr e = erf_any(x * algo::constant(t, 0.7071067811865476));
-       return half * x * (one + e);
+       return x * (half + half * e);
      },
      [](double x, const Attrs& a) {
        if (a.get_string("approximate") == "tanh") {
@@ -314,10 +317,33 @@ const BinarySpec kBinary[] = {
 // even inside strict_float: a reduction that adds such a term is proved a no-op and
 // dropped (Halide's loop trimming), so sum(x - x) was 0 where x holds inf or NaN. The
 // IEEE result with its condition written out cannot be proved 0.
-// (A traced number is a Func of no arguments whose value is the constant.)
+// The zero may be a traced number, or a Func that is zero everywhere, such as floor's
+// gradient where(x == x, 0, 0): its value is proved 0 once the pure Funcs it calls
+// (a few levels deep) are inlined.
+Expr inline_pure_calls(const Expr& e, int levels) {
+  using namespace Halide::Internal;
+  struct Inliner : IRMutator {
+    int levels;
+    using IRMutator::visit;
+    Expr visit(const Call* c) override {
+      if (levels == 0 || c->call_type != Call::Halide || !c->func.defined()) return IRMutator::visit(c);
+      Function f(c->func);
+      if (!f.is_pure() || f.outputs() != 1) return IRMutator::visit(c);
+      std::map<std::string, Expr> args;
+      for (size_t i = 0; i < f.args().size(); ++i) args[f.args()[i]] = mutate(c->args[i]);
+      --levels;
+      Expr inlined = mutate(substitute(args, f.values()[0]));
+      ++levels;
+      return inlined;
+    }
+  } inliner;
+  inliner.levels = levels;
+  return inliner.mutate(e);
+}
+
 bool is_zero_constant(const Func& f) {
-  if (!f.defined() || f.has_update_definition() || f.outputs() != 1 || f.dimensions() != 0) return false;
-  return Halide::Internal::is_const_zero(Halide::Internal::simplify(f.value()));
+  if (!f.defined() || f.has_update_definition() || f.outputs() != 1) return false;
+  return Halide::Internal::is_const_zero(Halide::Internal::simplify(inline_pure_calls(f.value(), 3)));
 }
 
 Expr ieee_cancellation(const std::string& op, const std::vector<Func>& in, const Expr& a, const Expr& b,

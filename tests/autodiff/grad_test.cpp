@@ -279,3 +279,16 @@ TEST(Grad, RulesDoNoWorkForInputsThatNeedNoGradient) {
 }
 
 }  // namespace
+
+// floor's gradient is zero everywhere, yet a NaN it meets downstream stays NaN, as in
+// PyTorch: the simplifier must not fold the zero into a dropped reduction (found by
+// kiln_fuzz: the compiled weight gradient of ceil(layer_norm(x)) was 0 for a NaN row).
+TEST(Grad, ZeroGradientsTimesNaNAreNaN) {
+  Tensor x = from_vector(std::vector<double>{0.0, 89.0, 1.0, NAN}, Shape({1, 4}), DType::F32);
+  Tensor w = ones({4}), b = zeros({4});
+  auto loss = [](const Tensor& x, const Tensor& w, const Tensor& b) { return sum(floor(layer_norm(x, {4}, w, b))); };
+  const std::vector<Tensor> eager = grad(loss, {1})({x, w, b});
+  const std::vector<Tensor> compiled = compile(grad(loss, {1}))({x, w, b});
+  for (const Tensor& g : {eager[0], compiled[0]})
+    for (double v : g.to_doubles()) EXPECT_TRUE(std::isnan(v)) << g.str();
+}

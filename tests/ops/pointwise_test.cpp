@@ -110,6 +110,24 @@ TEST(UnaryOps, IntegerInputsGiveFloatResults) {
   EXPECT_EQ(kiln::abs(from_vector(std::vector<int32_t>{-3}, {1})).to_vector<int>()[0], 3);
 }
 
+// gelu(x) is x for large x: near the type's largest value the factor 0.5 * (1 + tanh)
+// must meet x once, or x * 2 overflows (found by kiln_fuzz in bf16, compiled).
+TEST(UnaryOps, GeluOfTheLargestValuesIsFinite) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    Tensor x = from_vector(std::vector<double>{3.0e38, -3.0e38, 1.0}, Shape({3}), t);
+    for (const std::string approximate : {"none", "tanh"}) {
+      auto f = [approximate](const Tensor& v) { return gelu(v, approximate); };
+      // With a second output reading x (as a linear's bias), as kiln_fuzz found it.
+      auto g = [f](const Tensor& v) { return std::vector<Tensor>{f(v), v * 2.0}; };
+      for (const Tensor& y : {f(x), compile(f)(x), compile(g)(x)[0]}) {
+        const std::vector<double> got = y.to_doubles();
+        EXPECT_EQ(got[0], x.to_doubles()[0]) << approximate << " " << y.str();
+        EXPECT_EQ(got[1], 0.0) << approximate << " " << y.str();
+      }
+    }
+  }
+}
+
 TEST(UnaryOps, BoolArithmeticIsRejected) {
   Tensor b = cast(from_vector(std::vector<int32_t>{0, 1}, {2}), DType::Bool);
   EXPECT_EQ(b.dtype(), DType::Bool);
