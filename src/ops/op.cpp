@@ -206,6 +206,12 @@ Halide::Expr is_nan(const Halide::Expr& x) {
   return (u & Halide::Internal::make_const(u.type(), abs_mask)) > inf;
 }
 
+Halide::Expr nonzero(const Halide::Expr& x) {
+  if (!x.type().is_float()) return x != Halide::Internal::make_zero(x.type());
+  auto [u, inf] = float_bits(x);
+  uint64_t abs_mask = (uint64_t(1) << (x.type().bits() - 1)) - 1;
+  return (u & Halide::Internal::make_const(u.type(), abs_mask)) != Halide::Internal::make_zero(u.type());
+}
 
 Halide::Expr is_pos_inf(const Halide::Expr& x) {
   if (!x.type().is_float()) return Halide::cast(Halide::Bool(x.type().lanes()), false);

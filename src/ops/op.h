@@ -163,6 +163,9 @@ Halide::Expr to_storage(const Halide::Expr& e, DType storage);
 // NaN test on the bit pattern: immune to the fast-math flags Halide compiles floats with.
 Halide::Expr is_nan(const Halide::Expr& x);
 Halide::Expr is_pos_inf(const Halide::Expr& x);
+// x's truth, as C++ and PyTorch: anything but +-0, NaN included (on the bits: Halide's
+// x != 0 on floats is an ordered comparison, false for NaN).
+Halide::Expr nonzero(const Halide::Expr& x);
 // `y`, except NaN where `x` is NaN (Halide's polynomial exp/log do not propagate NaN).
 Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y);
 // `value` where `condition` holds; otherwise the kernel stops and the caller gets a

@@ -102,7 +102,7 @@ OpDef cast_op() {
     Halide::Type ct = algo::halide_type(compute_dtype(c.output.dtype));
     Func f("cast");
     if (c.output.dtype == DType::Bool) {
-      f(v) = x != Halide::cast(x.type(), 0);
+      f(v) = algo::nonzero(x);
     } else if (c.inputs[0].dtype == DType::Bool) {
       // A select, not a cast: Halide 21 rewrites float(bool) * 0.5 into integer intrinsics
       // with a half-precision constant, which its code generator then rejects.
@@ -213,12 +213,7 @@ const UnarySpec kUnary[] = {
        return x;
      }},
     {"logical_not", UnaryTypes::BoolResult,
-     [](Expr x, const Attrs&) {  // on the bits: +-0 only, never NaN (fast-math safe)
-       if (!x.type().is_float()) return x == Halide::cast(x.type(), 0);
-       Halide::Type u = Halide::UInt(x.type().bits());
-       uint64_t mask = (uint64_t(1) << (x.type().bits() - 1)) - 1;
-       return (Halide::reinterpret(u, x) & Halide::Internal::make_const(u, mask)) == Halide::Internal::make_const(u, 0);
-     },
+     [](Expr x, const Attrs&) { return !algo::nonzero(x); },
      [](double x, const Attrs&) { return x == 0.0 ? 1.0 : 0.0; }},
 };
 
@@ -289,7 +284,7 @@ Expr compare(Expr a, Expr b) {
   if (!a.type().is_float()) return r;
   return Halide::select(algo::is_nan(a) || algo::is_nan(b), Halide::cast<bool>(Op == 1), r);
 }
-Expr to_bool(Expr a) { return a != Halide::cast(a.type(), 0); }
+Expr to_bool(Expr a) { return algo::nonzero(a); }
 
 const BinarySpec kBinary[] = {
     {"eq", false, false, true, compare<0>, [](double a, double b) { return double(a == b); }},
@@ -420,7 +415,7 @@ OpDef where_op() {
     auto v = algo::exprs(algo::vars(c.output.shape.rank()));
     Halide::Type t = algo::halide_type(c.output.dtype);
     Func f("where");
-    f(v) = Halide::select(in[0](algo::broadcast_index(c.inputs[0], c.output, v)) != 0,
+    f(v) = Halide::select(algo::nonzero(in[0](algo::broadcast_index(c.inputs[0], c.output, v))),
                           Halide::cast(t, in[1](algo::broadcast_index(c.inputs[1], c.output, v))),
                           Halide::cast(t, in[2](algo::broadcast_index(c.inputs[2], c.output, v))));
     return f;

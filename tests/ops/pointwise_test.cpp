@@ -292,6 +292,27 @@ TEST(Cast, BetweenAllDtypes) {
   EXPECT_EQ(cast(x, DType::Bool).to_vector<int>(), (std::vector<int>{1, 1, 0, 1, 1}));
 }
 
+// NaN is true, as in C++ and PyTorch; -0 is false (kiln_fuzz: cast(NaN, bool) was false,
+// Halide's float != is ordered).
+TEST(Cast, NaNIsTrue) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    Tensor x = from_vector(std::vector<double>{NAN, -0.0, 0.0, -INFINITY, 0.5}, {5}, t);
+    Tensor one = ones({5}, t);
+    auto f = [](const Tensor& a, const Tensor& b) {
+      return std::vector<Tensor>{cast(a, DType::Bool), logical_and(a, b), logical_or(a, b * 0.0), logical_not(a),
+                                 where(cast(a, DType::Bool), b, b * 0.0)};
+    };
+    const std::vector<double> truth = {1, 0, 0, 1, 1};
+    for (const auto& outs : {f(x, one), compile(f)(x, one)}) {
+      for (size_t k = 0; k < outs.size(); ++k) {
+        const std::vector<double> got = outs[k].to_doubles();
+        for (size_t i = 0; i < truth.size(); ++i)
+          EXPECT_EQ(got[i], k == 3 ? 1 - truth[i] : truth[i]) << dtype_name(t) << " output " << k << " at " << i;
+      }
+    }
+  }
+}
+
 TEST(Eager, KernelsAreCachedPerSignatureNotPerSize) {
   Tensor a = rand({123}, 1), b = rand({77}, 2);
   kiln::sqrt(a);
