@@ -14,7 +14,7 @@
 
 #include "cost_model.h"
 #include "gpu_cost_model.h"
-#include "lower/fixed_funcs.h"
+#include "fixed_funcs.h"
 #include "machine_model.h"
 
 namespace kiln::autoschedule {

@@ -17,6 +17,9 @@ set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 
 install(TARGETS kiln EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h")
+# The autoscheduler's types that kiln's scheduling headers name (the rest of autoscheduler/
+# is internal to libkiln and its plugin).
+install(FILES ${PROJECT_SOURCE_DIR}/autoscheduler/fixed_funcs.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/autoscheduler)
 # Writing generators outside kiln: kiln::kernels (the specs, the registry, kiln's own
 # generators' hand-written schedules) and its headers, #include "kernels/op_generator.h".
 install(TARGETS kiln_kernel_specs EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "lower/fixed_funcs.h"
+#include "autoscheduler/fixed_funcs.h"
 #include "lower/lower_to_halide.h"
 
 namespace kiln {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lower/fixed_funcs.h"
+#include "autoscheduler/fixed_funcs.h"
 #include "lower/lower_to_halide.h"
 
 namespace kiln {

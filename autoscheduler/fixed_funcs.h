@@ -1,4 +1,4 @@
-// What kiln's rules placed before the Kiln search (lower/default_schedule.h), in the
+// What kiln's rules placed before the Kiln search (src/lower/default_schedule.h), in the
 // search's terms (autoscheduler/search.h): by Func name, the search plans the rest around
 // them. Inline and OwnLoops Funcs keep the schedules they have; a Stored Func is computed
 // at root (a value a contraction reads) and the search writes its loops, as for a
