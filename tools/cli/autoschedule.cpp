@@ -16,6 +16,7 @@
 #include "tuning_db.h"
 #include "cli/commands.h"
 #include "cli/generator_args.h"
+#include "cli/options.h"
 #include "core/error.h"
 #include "kernel_spec.h"
 #include "lower/kernel.h"
@@ -145,9 +146,7 @@ void add_autoschedule(CLI::App& kiln, int* status) {
   c->footer("A generator gets its tuned entry when the tuning database has one, else the cost model's choice. A "
             "model (seed, mlp, gpt_block, resnet18) gets the schedule kiln::compile gives its forward pass, to be "
             "applied with kiln::scheduled_backend.\n");
-  c->add_option("generator", a->positional, "a generator with its parameters (unary:op=gelu:dtype=f16) or a model")
-      ->type_name("<generator>[:param=value...]|<model>");
-  c->add_option("--model", a->model_option, "a model that shares a generator's name (seed)")->type_name("NAME");
+  add_generator_or_model_options(c, &a->positional, &a->model_option);
   c->add_option("--target", a->target, "host (default) or a Halide target string")->type_name("host|<Halide target>");
   c->add_option("-o", a->out, "the schedule file (default: <name>.schedule.h)")->type_name("FILE");
   c->add_flag("--force", a->force, "overwrite FILE when it exists");

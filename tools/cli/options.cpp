@@ -79,6 +79,12 @@ CLI::Option* add_scheduler_option(CLI::App* command, std::vector<std::string>* v
       ->type_name("default|Kiln|rules|both");
 }
 
+void add_generator_or_model_options(CLI::App* command, std::vector<std::string>* positional, std::string* model) {
+  command->add_option("generator", *positional, "a generator with its parameters (unary:op=gelu:dtype=f16) or a model")
+      ->type_name("<generator>[:param=value...]|<model>");
+  command->add_option("--model", *model, "a model that shares a generator's name (seed)")->type_name("NAME");
+}
+
 std::string compiled_impl(const std::string& scheduler) {
   return scheduler == "default" ? "kiln-compiled" : "kiln-compiled-" + scheduler;
 }

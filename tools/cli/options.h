@@ -32,6 +32,11 @@ CLI::Option* add_seconds_option(CLI::App* command, const std::string& name, doub
                                 const std::string& help);
 CLI::Option* add_scheduler_option(CLI::App* command, std::vector<std::string>* value);
 
+// What `kiln autoschedule` and `kiln tune` work on: the positional generator (with its
+// parameters) or model, and --model for a model that shares a generator's name; read back
+// with generator_or_model (generator_args.h).
+void add_generator_or_model_options(CLI::App* command, std::vector<std::string>* positional, std::string* model);
+
 // The impl a compiled row reports: "kiln-compiled" with the default scheduler (what a user
 // gets: Kiln), "kiln-compiled-<scheduler>" when one is named.
 std::string compiled_impl(const std::string& scheduler);

@@ -182,9 +182,7 @@ void add_tune(CLI::App& kiln, int* status) {
   c->footer("Candidates run on this machine (its GPU for a CUDA target): a generator at its estimate sizes, a model's "
             "forward pass on its example inputs. The fastest goes into the tuning database, which kiln autoschedule, "
             "kiln::compile and kiln aot read.\n");
-  c->add_option("generator", a->positional, "a generator with its parameters (unary:op=gelu:dtype=f16) or a model")
-      ->type_name("<generator>[:param=value...]|<model>");
-  c->add_option("--model", a->model_option, "a model that shares a generator's name (seed)")->type_name("NAME");
+  add_generator_or_model_options(c, &a->positional, &a->model_option);
   c->add_option("--target", a->target, "host (default), host-cuda or a Halide target string")
       ->type_name("host|host-cuda|<Halide target>");
   add_seconds_option(c, "--budget-s", &a->budget_s, false, "time to spend timing candidates (default 60)");
