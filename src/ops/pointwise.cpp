@@ -181,8 +181,10 @@ const UnarySpec kUnary[] = {
        Halide::Type t = x.type();
        Expr half = algo::constant(t, 0.5);
        if (a.get_string("approximate") == "tanh") {
+         // 0.5 * (1 + tanh(z)) is sigmoid(2z): no cancellation for large negative x (1 + tanh
+         // loses every digit in f32 by x = -5), vector exp instead of libm's tanh per lane.
          Expr inner = algo::constant(t, 0.7978845608028654) * (x + algo::constant(t, 0.044715) * x * x * x);
-         return x * (half + half * Halide::tanh(inner));  // as below
+         return x * math::sigmoid(algo::constant(t, 2) * inner);
        }
        // x times a factor in [0, 1]: 0.5 * x * (1 + e) regrouped as (x * (1 + e)) * 0.5
        // overflows for x near the type's largest value.
@@ -190,8 +192,8 @@ const UnarySpec kUnary[] = {
        return x * (half + half * e);
      },
      [](double x, const Attrs& a) {
-       if (a.get_string("approximate") == "tanh") {
-         return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+       if (a.get_string("approximate") == "tanh") {  // 0.5 * x * (1 + tanh(z)), exact in the tail
+         return x / (1.0 + std::exp(-2 * 0.7978845608028654 * (x + 0.044715 * x * x * x)));
        }
        return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
      }},

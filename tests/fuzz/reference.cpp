@@ -46,6 +46,23 @@ Tensor nudge(const Tensor& t, uint64_t round, int node, bool absolute = false) {
   return from_vector(v, t.shape(), t.dtype());
 }
 
+// t with its subnormal values (in its dtype) made zeros of their sign, as flushing does.
+Tensor flush(const Tensor& t) {
+  if (!is_float(t.dtype())) return t;
+  const double smallest = t.dtype() == DType::F64 ? std::numeric_limits<double>::min()
+                          : t.dtype() == DType::F16 ? 6.103515625e-05
+                                                    : double(std::numeric_limits<float>::min());
+  std::vector<double> v = t.to_doubles();
+  bool any = false;
+  for (double& x : v) {
+    if (x != 0 && std::fabs(x) < smallest) {
+      x = std::copysign(0.0, x);
+      any = true;
+    }
+  }
+  return any ? from_vector(v, t.shape(), t.dtype()) : t;
+}
+
 bool has_large(const Tensor& t) {
   if (!is_float(t.dtype()) || t.dtype() == DType::F64) return false;
   const double limit = t.dtype() == DType::F16 ? 256.0 : 1.8e19;  // sqrt of the largest finite value
@@ -71,6 +88,8 @@ bool combines(const std::string& op) {
 
 // interpret(graph, inputs, Reference) with every op result nudged, and the operands of
 // accumulating ops too (the program's inputs are exact data: elsewhere they are not).
+// Round kFlushRound nudges nothing and flushes every op result instead.
+constexpr uint64_t kFlushRound = 5;
 std::vector<Tensor> nudged_run(const Graph& graph, const std::vector<Tensor>& inputs, uint64_t round,
                                bool* overflow_risk) {
   std::vector<Tensor> values(graph.nodes().size());
@@ -88,10 +107,14 @@ std::vector<Tensor> nudged_run(const Graph& graph, const std::vector<Tensor>& in
         const Tensor& v = values[size_t(i)];
         // Only accumulating ops can overflow inside where the double reference does not.
         if (acc && has_large(v)) *overflow_risk = true;
-        args.push_back(acc ? nudge(v, round, -1 - i) : v);
+        args.push_back(acc && round != kFlushRound ? nudge(v, round, -1 - i) : v);
         metas.push_back(v.meta());
       }
       const OpDef& op = get_op(n.op);
+      if (round == kFlushRound) {
+        values[size_t(n.id)] = flush(op.reference(args, n.attrs, infer_op(op, metas, n.attrs)));
+        continue;
+      }
       values[size_t(n.id)] = nudge(op.reference(args, n.attrs, infer_op(op, metas, n.attrs)), round, n.id,
                                    round > 2 && (acc || combines(n.op)));
     }
@@ -103,13 +126,13 @@ std::vector<Tensor> nudged_run(const Graph& graph, const std::vector<Tensor>& in
 
 }  // namespace
 
-ReferenceResult reference_with_slack(const Graph& graph, const std::vector<Tensor>& inputs) {
+ReferenceResult reference_with_slack(const Graph& graph, const std::vector<Tensor>& inputs, bool flush_subnormals) {
   ReferenceResult r;
   r.outputs = interpret(graph, inputs, InterpretMode::Reference);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   for (const Tensor& o : r.outputs) r.slack.emplace_back(size_t(o.numel()), 0.0);
   // Rounds 1-2 nudge by ulps of each value, 3-4 also by ulps of each combining op's largest.
-  for (uint64_t round = 1; round <= 4; ++round) {
+  for (uint64_t round = 1; round <= (flush_subnormals ? kFlushRound : 4); ++round) {
     std::vector<Tensor> nudged;
     try {
       nudged = nudged_run(graph, inputs, round, &r.overflow_risk);
@@ -123,6 +146,7 @@ ReferenceResult reference_with_slack(const Graph& graph, const std::vector<Tenso
         double a = got[i], b = want[i], d;
         if (std::isnan(a) || std::isnan(b)) d = std::isnan(a) && std::isnan(b) ? 0 : kInf;
         else if (std::isinf(a) || std::isinf(b)) d = a == b ? 0 : kInf;
+        else if (!is_float(r.outputs[k].dtype())) d = a == b ? 0 : kInf;  // a comparison flipped: unstable
         else d = 4 * std::fabs(a - b);
         r.slack[k][i] = std::max(r.slack[k][i], d);
       }

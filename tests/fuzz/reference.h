@@ -4,7 +4,10 @@
 // every op result (and the operands of accumulating ops: matmul, sum, ...) by +-2 ulps of
 // its dtype, then, in two more runs, the results of ops that combine elements (those and
 // softmax) also by 2 ulps of their largest element, up and then down (a position whose
-// NaN-ness or infinity changes gets infinite slack: unstable). See compare.h.
+// NaN-ness or infinity changes gets infinite slack: unstable). With `flush_subnormals`
+// (kiln's default CPU mode, core/float_env.h), one more run flushes every subnormal op
+// result to a zero of its sign, as the kernels do: sqrt(x / log(x)) of a tiny x is NaN
+// exactly but -0 flushed. See compare.h.
 #pragma once
 
 #include <vector>
@@ -23,6 +26,6 @@ struct ReferenceResult {
   bool overflow_risk = false;
 };
 
-ReferenceResult reference_with_slack(const Graph& graph, const std::vector<Tensor>& inputs);
+ReferenceResult reference_with_slack(const Graph& graph, const std::vector<Tensor>& inputs, bool flush_subnormals);
 
 }  // namespace kiln::fuzz

@@ -125,7 +125,8 @@ bool has_subnormal_input(const Program& p) {
 }
 
 Outcome run_program(const Program& p, const RunOptions& options, const Progress& progress) {
-  set_flush_denormals(!has_subnormal_input(p));
+  const bool flushing = !has_subnormal_input(p);
+  set_flush_denormals(flushing);
   Judge j(options, progress);
   const std::vector<Meta> metas = infer(p);
   std::vector<Meta> expected;
@@ -140,7 +141,7 @@ Outcome run_program(const Program& p, const RunOptions& options, const Progress&
   progress("reference");
   try {
     Graph g = trace(fn, inputs, copts);
-    ref = reference_with_slack(g, inputs);
+    ref = reference_with_slack(g, inputs, flushing);
   } catch (const Error& e) {
     j.fail("refused", "reference", "", e.what());
     return j.out;
@@ -222,7 +223,7 @@ Outcome run_program(const Program& p, const RunOptions& options, const Progress&
   progress("grad-reference");
   try {
     Graph g = trace(grad(loss_fn, argnums), inputs, copts);
-    gref = reference_with_slack(g, inputs);
+    gref = reference_with_slack(g, inputs, flushing);
   } catch (const Error& e) {
     j.fail("refused", "grad-reference", "", e.what());
     return j.out;
