@@ -151,7 +151,13 @@ const UnarySpec kUnary[] = {
     {"abs", UnaryTypes::SameAsInput,
      [](Expr x, const Attrs&) { return x.type().is_float() ? Halide::abs(x) : Halide::select(x < 0, -x, x); },
      [](double x, const Attrs&) { return std::abs(x); }, true},
-    {"neg", UnaryTypes::SameAsInput, [](Expr x, const Attrs&) { return -x; }, [](double x, const Attrs&) { return -x; }, true},
+    // Strict, as the binary ops: a non-strict consumer lets Halide fold the strict terms it
+    // reads, so -(a + -a) was 0 for a NaN a (kiln_fuzz: a gradient through mse_loss(v, v)).
+    {"neg", UnaryTypes::SameAsInput,
+     [](Expr x, const Attrs&) {  // x * -1, not 0 - x: -(+0) is -0
+       return x.type().is_float() ? Halide::strict_float(x * algo::constant(x.type(), -1)) : -x;
+     },
+     [](double x, const Attrs&) { return -x; }, true},
     // relu(NaN) is NaN, as in PyTorch (the unary wrapper propagates NaN).
     {"relu", UnaryTypes::SameAsInput,
      [](Expr x, const Attrs&) { return Halide::max(x, Halide::cast(x.type(), 0)); },
@@ -310,13 +316,13 @@ const BinarySpec kBinary[] = {
     {"minimum", false, false, false, nan_min, ref_min},
 };
 
-// x - x, x * 0 and 0 * x for the same x (or the constant 0) are 0 to Halide's simplifier
-// even inside strict_float: a reduction that adds such a term is proved a no-op and
-// dropped (Halide's loop trimming), so sum(x - x) was 0 where x holds inf or NaN. The
-// IEEE result with its condition written out cannot be proved 0.
-// The zero may be a traced number, or a Func that is zero everywhere, such as floor's
-// gradient where(x == x, 0, 0): its value is proved 0 once the pure Funcs it calls
-// (a few levels deep) are inlined.
+// Halide's simplifier treats floats as reals, even inside strict_float: x - x, x + -x and
+// x * 0 are 0 to it, and a reduction that adds such a term is proved a no-op and dropped
+// (Halide's loop trimming), so sum(x - x) was 0 where x holds inf or NaN. Where the
+// operands, seen through the pure Funcs they call (a few levels: traced numbers, neg,
+// floor's zero gradient where(x == x, 0, 0)), cancel to a constant, the IEEE result is
+// written with its condition: the constant's identity holds for finite operands only,
+// and a cancellation of infinities is NaN.
 Expr inline_pure_calls(const Expr& e, int levels) {
   using namespace Halide::Internal;
   struct Inliner : IRMutator {
@@ -338,18 +344,14 @@ Expr inline_pure_calls(const Expr& e, int levels) {
   return inliner.mutate(e);
 }
 
-bool is_zero_constant(const Func& f) {
-  if (!f.defined() || f.has_update_definition() || f.outputs() != 1) return false;
-  return Halide::Internal::is_const_zero(Halide::Internal::simplify(inline_pure_calls(f.value(), 3)));
-}
-
-Expr ieee_cancellation(const std::string& op, const std::vector<Func>& in, const Expr& a, const Expr& b,
-                       const Expr& y) {
-  auto nan_unless_finite = [&](const Expr& x) { return Halide::select(math::is_finite(x), y, math::quiet_nan(y.type())); };
-  if (op == "sub" && Halide::Internal::equal(a, b)) return nan_unless_finite(a);
-  if (op == "mul" && is_zero_constant(in[1])) return nan_unless_finite(a);
-  if (op == "mul" && is_zero_constant(in[0])) return nan_unless_finite(b);
-  return y;
+// `real` is a op b as Halide sees it (not strict), `y` the strict IEEE result.
+Expr ieee_cancellation(const std::string& op, const Expr& a, const Expr& b, const Expr& real, const Expr& y) {
+  using namespace Halide::Internal;
+  if (op != "add" && op != "sub" && op != "mul") return y;
+  constexpr int kLevels = 3;
+  if (is_const(simplify(inline_pure_calls(a, kLevels))) && is_const(simplify(inline_pure_calls(b, kLevels)))) return y;
+  if (!is_const(simplify(inline_pure_calls(real, kLevels)))) return y;
+  return Halide::select(math::is_finite(a) && math::is_finite(b), y, math::quiet_nan(y.type()));
 }
 
 OpDef binary_op(const BinarySpec& s) {
@@ -387,7 +389,7 @@ OpDef binary_op(const BinarySpec& s) {
     // x / x and 0 / x to constants (wrong for inf and NaN) and a division by the constant
     // 0 to an undefined value. Strict ops keep each operation as written; they cost only
     // fused multiply-adds across op boundaries.
-    if (ht.is_float() && s.arithmetic && !s.bool_result) y = ieee_cancellation(s.name, in, a, b, Halide::strict_float(y));
+    if (ht.is_float() && s.arithmetic && !s.bool_result) y = ieee_cancellation(s.name, a, b, y, Halide::strict_float(y));
     Func f(s.name);
     f(v) = algo::to_storage(y, out);
     return f;

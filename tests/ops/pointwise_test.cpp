@@ -407,6 +407,27 @@ TEST(BinaryOps, ReductionsOfCancellingTermsKeepNaN) {
   }
 }
 
+// Cancellations Halide's simplifier would fold, seen through neg and through a Func
+// (kiln_fuzz: the compiled gradient of mse_loss(v, v) was -0 where v was NaN).
+TEST(BinaryOps, CancellationsThroughNegKeepNaN) {
+  Tensor x = from_vector(std::vector<double>{NAN, 3.0, INFINITY, 0.0, -3.0}, Shape({5}));
+  auto f = [](const Tensor& v) {
+    Tensor a = v * 2.0;
+    Tensor c = a + neg(a);
+    Tensor l = neg(log(v));                 // NaN at -3
+    Tensor m = (l - l) * 0.5 + (l - l) * 0.5;  // the gradient's terms
+    return std::vector<Tensor>{c, neg(c) / v, neg(v), neg(m + neg(m)) / v};
+  };
+  for (const auto& outs : {f(x), compile(f)(x)}) {
+    const std::vector<double> c = outs[0].to_doubles(), d = outs[1].to_doubles(), n = outs[2].to_doubles();
+    EXPECT_TRUE(std::isnan(c[0]) && std::isnan(c[2])) << outs[0].str();
+    EXPECT_TRUE(std::isnan(d[0]) && std::isnan(d[2])) << outs[1].str();
+    EXPECT_EQ(c[1], 0.0);
+    EXPECT_TRUE(std::signbit(n[3])) << "neg(+0) is -0: " << outs[2].str();
+    EXPECT_TRUE(std::isnan(outs[3].to_doubles()[4])) << outs[3].str();
+  }
+}
+
 TEST(BinaryOps, ZeroDimTensorsPromoteLikeScalars) {
   // PyTorch: a 0-d operand decides the dtype only when of a higher category.
   EXPECT_EQ((ones(Shape({3}), DType::F16) + scalar_tensor(1.0, DType::F32)).dtype(), DType::F16);
