@@ -21,7 +21,8 @@ struct ReferenceResult {
   std::vector<std::vector<double>> slack;  // per output, per element
   // An accumulating op (matmul, sum, ...) reads a finite value beyond the square root of
   // its dtype's range: computing in that dtype (PyTorch and kiln's kernels) may overflow
-  // inside, where the double reference does not, turning a finite or infinite result into
+  // inside, where the double reference does not (in f64: in another order of summation),
+  // turning a finite or infinite result into
   // NaN or infinity, or a finite value divided by it. Values are not judged then.
   bool overflow_risk = false;
 };
