@@ -41,7 +41,10 @@ Tensor nudge(const Tensor& t, uint64_t round, int node, bool absolute = false) {
       if (std::isfinite(x)) scale = std::max(scale, std::fabs(x));
   for (size_t i = 0; i < v.size(); ++i) {
     bool up = mix(round * 0x9E3779B97F4A7C15ull ^ (uint64_t(node) << 32) ^ i) & 1;
-    v[i] = v[i] * (up ? 1 + u : 1 - u) + (round % 2 ? u : -u) * scale;  // up in odd rounds, down in even ones
+    // A value within that error of 0 may come out as 0 (log_softmax's largest element, 0
+    // in f32 where it is -2e-11 exactly, and so false to logical_and): in odd rounds it is 0.
+    if (absolute && round % 2 && std::fabs(v[i]) <= u * scale) v[i] = 0;
+    else v[i] = v[i] * (up ? 1 + u : 1 - u) + (round % 2 ? u : -u) * scale;  // up in odd rounds, down in even ones
   }
   return from_vector(v, t.shape(), t.dtype());
 }
