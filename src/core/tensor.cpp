@@ -211,7 +211,7 @@ Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape) {
   if (int64_t(values.size()) != t.numel()) {
     user_error("from_vector: ", values.size(), " values do not fill shape ", shape.str());
   }
-  std::memcpy(t.mutable_data(), values.data(), values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(t.mutable_data(), values.data(), values.size() * sizeof(int64_t));  // no null to memcpy
   return t;
 }
 
