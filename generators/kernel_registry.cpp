@@ -67,12 +67,30 @@ auto lookup(const Table& t, const std::string& name) {
 
 int64_t integer(const Params& p, const std::string& name) { return std::stoll(p.at(name)); }
 
-const std::vector<std::string> kFloatTypes = {"f32", "f16", "bf16"};
-
+// Functions, not globals: a generator registered from another file's static initializer
+// builds the registry before this file's globals exist (ASan: initialization-order-fiasco).
+const std::vector<std::string>& float_types() {
+  static const std::vector<std::string> v = {"f32", "f16", "bf16"};
+  return v;
+}
 // Elementwise tensors: [rows, cols], both dynamic.
-const std::vector<int64_t> kElementwiseTrace = {3, 5}, kElementwiseEstimate = {2048, 4096};
+const std::vector<int64_t>& elementwise_trace() {
+  static const std::vector<int64_t> v = {3, 5};
+  return v;
+}
+const std::vector<int64_t>& elementwise_estimate() {
+  static const std::vector<int64_t> v = {2048, 4096};
+  return v;
+}
 // Row-wise ops (reductions, softmax, layer norm): [rows, cols].
-const std::vector<int64_t> kRowsTrace = {3, 5}, kRowsEstimate = {1024, 4096};
+const std::vector<int64_t>& rows_trace() {
+  static const std::vector<int64_t> v = {3, 5};
+  return v;
+}
+const std::vector<int64_t>& rows_estimate() {
+  static const std::vector<int64_t> v = {1024, 4096};
+  return v;
+}
 
 std::vector<GeneratorInfo> make_generators() {
   std::vector<GeneratorInfo> g;
@@ -84,23 +102,23 @@ std::vector<GeneratorInfo> make_generators() {
                  return s;
                }});
   g.push_back({"kiln_unary", "out = op(x), any 2-D shape",
-               {{"op", "relu", names_of(unary_ops())}, {"dtype", "f32", kFloatTypes}},
+               {{"op", "relu", names_of(unary_ops())}, {"dtype", "f32", float_types()}},
                [](const Params& p) {
                  KernelSpec s;
                  DType t = dtype_from_name(p.at("dtype"));
-                 s.inputs = {{"x", t, kElementwiseTrace, kElementwiseEstimate}};
+                 s.inputs = {{"x", t, elementwise_trace(), elementwise_estimate()}};
                  UnaryFn f = lookup(unary_ops(), p.at("op"));
                  s.fn = [f](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in[0])}; };
                  s.dynamic = true;
                  return s;
                }});
   g.push_back({"kiln_binary", "out = op(a, b), a and b of one 2-D shape",
-               {{"op", "add", names_of(binary_ops())}, {"dtype", "f32", kFloatTypes}},
+               {{"op", "add", names_of(binary_ops())}, {"dtype", "f32", float_types()}},
                [](const Params& p) {
                  KernelSpec s;
                  DType t = dtype_from_name(p.at("dtype"));
-                 s.inputs = {{"a", t, kElementwiseTrace, kElementwiseEstimate},
-                             {"b", t, kElementwiseTrace, kElementwiseEstimate}};
+                 s.inputs = {{"a", t, elementwise_trace(), elementwise_estimate()},
+                             {"b", t, elementwise_trace(), elementwise_estimate()}};
                  BinaryFn f = lookup(binary_ops(), p.at("op"));
                  s.fn = [f](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in[0], in[1])}; };
                  s.dynamic = true;
@@ -109,7 +127,7 @@ std::vector<GeneratorInfo> make_generators() {
   g.push_back({"kiln_reduce", "out[r] = op over the last axis of x[r, c]", {{"op", "sum", {"sum", "mean", "max"}}},
                [](const Params& p) {
                  KernelSpec s;
-                 s.inputs = {{"x", DType::F32, kRowsTrace, kRowsEstimate}};
+                 s.inputs = {{"x", DType::F32, rows_trace(), rows_estimate()}};
                  std::string op = p.at("op");
                  s.fn = [op](const std::vector<Tensor>& in) {
                    Tensor x = in[0];
@@ -120,7 +138,7 @@ std::vector<GeneratorInfo> make_generators() {
                }});
   g.push_back({"kiln_softmax", "softmax over the last axis of x[r, c]", {}, [](const Params&) {
                  KernelSpec s;
-                 s.inputs = {{"x", DType::F32, kRowsTrace, kRowsEstimate}};
+                 s.inputs = {{"x", DType::F32, rows_trace(), rows_estimate()}};
                  s.fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0], -1)}; };
                  s.dynamic = true;
                  return s;
