@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "pool_calibration.h"
+#include "autoscheduler/autoscheduler.h"
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;

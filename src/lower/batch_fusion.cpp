@@ -6,8 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "autoscheduler/analysis.h"
-#include "autoscheduler/machine_model.h"
+#include "autoscheduler/autoscheduler.h"
 #include "core/log.h"
 
 namespace kiln {

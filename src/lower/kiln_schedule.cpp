@@ -6,12 +6,7 @@
 #include <optional>
 #include <sstream>
 
-#include "autoscheduler/analysis.h"
-#include "autoscheduler/autoschedule.h"
-#include "autoscheduler/fingerprint.h"
-#include "autoscheduler/machine_model.h"
-#include "autoscheduler/search.h"
-#include "autoscheduler/tuning_db.h"
+#include "autoscheduler/autoscheduler.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "lower/batch_fusion.h"

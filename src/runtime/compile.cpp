@@ -7,9 +7,7 @@
 #include <optional>
 
 #include "autodiff/autograd.h"
-#include "autoscheduler/json.h"
-#include "autoscheduler/search.h"
-#include "autoscheduler/tuning_db.h"
+#include "autoscheduler/autoscheduler.h"
 #include "autodiff/grad.h"
 #include "autodiff/partition.h"
 #include "core/error.h"

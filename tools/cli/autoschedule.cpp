@@ -12,8 +12,7 @@
 #include <iostream>
 #include <memory>
 
-#include "autoschedule.h"
-#include "tuning_db.h"
+#include "autoscheduler/autoscheduler.h"
 #include "cli/commands.h"
 #include "cli/generator_args.h"
 #include "cli/options.h"

@@ -33,17 +33,15 @@
 #include <sstream>
 #include <thread>
 
-#include "autoschedule.h"
+#include "autoscheduler/autoscheduler.h"
 #include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "cli/line_pipe.h"
 #include "cli/options.h"
-#include "fingerprint.h"
 #include "kernel_spec.h"
 #include "kernel_timing.h"
 #include "kiln.h"
 #include "lower/target.h"
-#include "tuning_db.h"
 #include "core/stats.h"
 
 namespace kiln::cli {

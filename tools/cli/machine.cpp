@@ -10,8 +10,7 @@
 #include "cli/commands.h"
 #include "cli/generator_args.h"
 #include "core/error.h"
-#include "machine_model.h"
-#include "pool_calibration.h"
+#include "autoscheduler/autoscheduler.h"
 
 namespace kiln::cli {
 

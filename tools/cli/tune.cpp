@@ -10,7 +10,7 @@
 #include <iostream>
 #include <memory>
 
-#include "autoschedule.h"
+#include "autoscheduler/autoscheduler.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/generator_args.h"
@@ -21,7 +21,6 @@
 #include "kernel_timing.h"
 #include "kiln.h"
 #include "lower/kernel.h"
-#include "tuner.h"
 
 namespace kiln::cli {
 
