@@ -24,6 +24,7 @@
 #include "gpu_cost_model.h"
 #include "schedule_writer.h"
 #include "search.h"
+#include "search_skeleton.h"
 
 namespace kiln::autoschedule {
 
@@ -60,28 +61,19 @@ size_t first_best(const std::vector<std::pair<Choice, GpuPrediction>>& scored) {
 
 using GpuTiling = GpuContractionTiling;
 
-// Runner-ups kept per decision: enough to fill any sensible --candidates; of those
-// predicted within 0.1% of each other, two.
-constexpr size_t kAlternativesPerDecision = 8;
+// Of the runner-ups kept per decision, those predicted within 0.1% of each other: two.
 constexpr long kTiedAlternatives = 2;
 
-struct GpuSearch {
-  const Halide::Pipeline& pipeline;
-  const Halide::Target& target;
-  const MachineModel& m;
-  const Knobs* knobs;  // forced choices, or null
-  const FixedFuncs* fixed;
-  PipelineInfo info;
+struct GpuSearch : SearchSkeleton<GpuSearch> {
   std::map<std::string, bool> inlined;
   std::map<std::string, double> evaluations;
   std::map<std::string, std::string> at_thread;  // contraction -> the output whose threads compute it
   std::map<std::string, std::string> hosted;     // output -> the contraction it hosts
   std::map<std::string, std::string> at_rows;    // row reduction -> the output whose row blocks compute it
-  SearchResult result;
 
   GpuSearch(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm, const Knobs* k,
             const FixedFuncs* fx)
-      : pipeline(p), target(t), m(mm), knobs(k), fixed(fx), info(analyze(p)) {}
+      : SearchSkeleton(p, t, mm, k, fx) {}
 
   // ---- knobs ---------------------------------------------------------------------------
 
@@ -174,21 +166,11 @@ struct GpuSearch {
     return {info, [this](const std::string& f) { return inlined.at(f); }, evaluations};
   }
 
-  void decide(const std::string& stream, const std::string& line) {
-    result.decisions.push_back(line);
-    log(stream, line);
-  }
-
   bool is_fused_row_host(const std::string& name) const {
     for (const auto& [f, host] : at_rows) {
       if (host == name) return true;
     }
     return false;
-  }
-
-  bool is_pure_output(const FuncInfo& f) const {
-    return f.is_output && !f.function.has_update_definition() && !f.function.has_extern_definition() &&
-           !f.vars.empty() && !is_fixed(f.name);
   }
 
   // Arithmetic per point of `f` with the Funcs inlined into it.
@@ -904,15 +886,12 @@ struct GpuSearch {
                                                                         : "columns in parallel");
   }
 
-  SearchResult run() {
-    result.warnings = info.warnings;
-    for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) place_func(info.at(*it));
-    check_knobs();
-    ScheduleWriter w = writer_for(info);
-    for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
-      const FuncInfo& f = info.at(*it);
-      if (is_fixed(f.name) || inlined.at(f.name) || f.function.has_extern_definition()) continue;
-      if (at_rows.count(f.name)) continue;  // with its output
+  // Every Func not inlined nor fixed gets kernels of its own; row reductions and
+  // contractions hosted by an output are written with it.
+  void schedule_all(ScheduleWriter& w) {
+    consumers_first([&](const FuncInfo& f) {
+      if (is_fixed(f.name) || inlined.at(f.name) || f.function.has_extern_definition()) return;
+      if (at_rows.count(f.name)) return;  // with its output
       if (hosted.count(f.name)) {
         schedule_contraction_output(w, f);
       } else if (is_fused_row_host(f.name)) {
@@ -922,9 +901,7 @@ struct GpuSearch {
       } else {
         schedule_pointwise(w, f);
       }
-    }
-    result.source = w.source();
-    return result;
+    });
   }
 };
 

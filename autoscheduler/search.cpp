@@ -103,20 +103,13 @@ std::string Knobs::str() const {
 
 namespace search_impl {
 
-SearchResult Search::run() {
-  result.warnings = info.warnings;
-  for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) place_func(info.at(*it));
-  check_knobs();
-  ScheduleWriter w = writer_for(info);
-  // Outputs first (their loops are where tiles and rows are computed), then the rest.
-  for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
-    const FuncInfo& f = info.at(*it);
+void Search::schedule_all(ScheduleWriter& w) {
+  consumers_first([&](const FuncInfo& f) {
     if (f.is_output && is_pure_output(f)) schedule_output(w, f);
-  }
-  for (auto it = info.order.rbegin(); it != info.order.rend(); ++it) {
-    const FuncInfo& f = info.at(*it);
+  });
+  consumers_first([&](const FuncInfo& f) {
     const Placement& p = place.at(f.name);
-    if ((f.is_output && is_pure_output(f)) || is_fixed(f.name)) continue;
+    if ((f.is_output && is_pure_output(f)) || is_fixed(f.name)) return;
     if (f.reduction != ReductionKind::None) {
       schedule_reduction(w, f, p);
     } else if (p.where == Where::Root) {
@@ -126,10 +119,7 @@ SearchResult Search::run() {
       if (f.extents[0] >= lanes(f)) w.stage(f.name).vectorize(f.vars[0], lanes(f), TailStrategy::GuardWithIf);
       decide("schedule", f.name + ": a row at a time, vectorized by " + std::to_string(lanes(f)));
     }
-  }
-  result.source = w.source();
-  result.alternatives = alternatives;
-  return result;
+  });
 }
 
 }  // namespace search_impl

@@ -52,7 +52,7 @@ int Search::loop_lanes(const FuncInfo& f, double scalar_cycles) {
     if (other == chosen) continue;
     Knobs change;
     change.lanes[key] = other;
-    alternatives.push_back({f.name, change, 0.0});
+    result.alternatives.push_back({f.name, change, 0.0});
   }
   return chosen;
 }
@@ -69,18 +69,8 @@ double Search::output_scalar_cycles(const FuncInfo& h) const {
   return c;
 }
 
-void Search::decide(const std::string& stream, const std::string& line) {
-  result.decisions.push_back(line);
-  log(stream, line);
-}
-
 InlineView Search::view() const {
   return {info, [this](const std::string& f) { return place.at(f).where == Where::Inline; }, evaluations};
-}
-
-bool Search::is_pure_output(const FuncInfo& f) const {
-  return f.is_output && !f.function.has_update_definition() && !f.function.has_extern_definition() &&
-         !f.vars.empty() && !is_fixed(f.name);
 }
 
 bool Search::hosts_rows(const FuncInfo& h) const {
@@ -153,7 +143,7 @@ void Search::place_func(const FuncInfo& f) {
     if (other == fusion) continue;
     Knobs change;
     change.fusion[info.key(f.name)] = other;
-    alternatives.push_back({f.name, change, pred.total_s - options[chosen].second.total_s});
+    result.alternatives.push_back({f.name, change, pred.total_s - options[chosen].second.total_s});
   }
   p.where = fusion == Fusion::Inline ? Where::Inline : fusion == Fusion::Root ? Where::Root : Where::AtRow;
   if (p.where == Where::AtRow) p.host = host;
@@ -298,14 +288,14 @@ TileChoice Search::choose_tiling(const FuncInfo& f) {
     Knobs change;
     change.tiles[info.key(f.name)] = c.tiling;
     // (A tie the lock's uncertainty broke toward less work counts as no faster.)
-    alternatives.push_back({f.name, change, std::max(0.0, c.prediction.total_s - chosen.prediction.total_s)});
+    result.alternatives.push_back({f.name, change, std::max(0.0, c.prediction.total_s - chosen.prediction.total_s)});
   }
   result.knobs.tiles[info.key(f.name)] = chosen.tiling;
   return chosen;
 }
 
 size_t Search::count_alternatives(const std::string& func) const {
-  return size_t(std::count_if(alternatives.begin(), alternatives.end(),
+  return size_t(std::count_if(result.alternatives.begin(), result.alternatives.end(),
                               [&](const Alternative& a) { return a.func == func; }));
 }
 
@@ -326,7 +316,7 @@ void Search::record_fusion(const FuncInfo& f, Fusion chosen, Fusion other, doubl
   result.knobs.fusion[info.key(f.name)] = chosen;
   Knobs change;
   change.fusion[info.key(f.name)] = other;
-  alternatives.push_back({f.name, change, extra_s, drops_band.empty() ? "" : info.key(drops_band)});
+  result.alternatives.push_back({f.name, change, extra_s, drops_band.empty() ? "" : info.key(drops_band)});
 }
 
 std::optional<Fusion> Search::allowed_fusion(const FuncInfo& f, std::initializer_list<Fusion> allowed,

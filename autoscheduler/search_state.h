@@ -15,6 +15,7 @@
 #include "analysis.h"
 #include "schedule_writer.h"
 #include "search.h"
+#include "search_skeleton.h"
 
 namespace kiln::autoschedule::search_impl {
 
@@ -36,8 +37,6 @@ struct TileChoice {
   Prediction prediction;
 };
 
-// Runner-ups kept per decision: enough to fill any sensible --candidates.
-constexpr size_t kAlternativesPerDecision = 8;
 
 // The least input a parallel task of a reduction at root reads (see schedule_reduction).
 constexpr double kMinTaskBytes = 256 * 1024;
@@ -45,14 +44,7 @@ constexpr double kMinTaskBytes = 256 * 1024;
 // Vectors of partial results a row reduction keeps (see vectorize_rows).
 constexpr int kAccumulators = 4;
 
-struct Search {
-  const Halide::Pipeline& pipeline;
-  const Halide::Target& target;
-  const MachineModel& m;
-  const Knobs* knobs;  // forced choices, or null
-  const FixedFuncs* fixed;  // scheduled already, or null
-  PipelineInfo info;
-  std::vector<Alternative> alternatives;
+struct Search : SearchSkeleton<Search> {
   std::map<std::string, Placement> place;
   std::map<std::string, double> evaluations;  // of inlined Funcs: how often each point is recomputed
   std::map<std::string, TileChoice> tiles;    // by host output
@@ -61,11 +53,10 @@ struct Search {
   std::map<std::string, std::vector<std::string>> tile_vars;
   std::map<std::string, TileChoice> root_tiles;  // contractions tiled in a stored wrapper, by name
   std::map<std::string, std::string> rows_var;  // host output -> its row loop
-  SearchResult result;
 
   Search(const Halide::Pipeline& p, const Halide::Target& t, const MachineModel& mm, const Knobs* k,
          const FixedFuncs* fx = nullptr)
-      : pipeline(p), target(t), m(mm), knobs(k), fixed(fx), info(analyze(p)) {}
+      : SearchSkeleton(p, t, mm, k, fx) {}
 
   // Scheduled before the search (Inline or OwnLoops); a Stored Func is the search's to loop.
   bool is_fixed(const std::string& name) const;
@@ -95,14 +86,9 @@ struct Search {
   // it and computed per row of it (as schedule_output counts their arithmetic).
   double output_scalar_cycles(const FuncInfo& h) const;
 
-  void decide(const std::string& stream, const std::string& line);
-
   InlineView view() const;
   std::set<std::string> effective_consumers(const FuncInfo& f) const { return view().effective_consumers(f); }
   double inline_evaluations(const FuncInfo& f) const { return view().inline_evaluations(f); }
-
-  // An output whose loops the search writes: tiles and rows of other Funcs go there.
-  bool is_pure_output(const FuncInfo& f) const;
 
   // A Func whose rows may compute the rows of row reductions it reads: an output whose
   // loops the search writes, or a value of two dims or more stored for a contraction,
@@ -227,7 +213,7 @@ struct Search {
       if (count_alternatives(func) >= kAlternativesPerDecision) break;
       Knobs change;
       change.bands[info.key(func)] = band;
-      alternatives.push_back({func, change, pr.total_s - chosen.second.total_s});
+      result.alternatives.push_back({func, change, pr.total_s - chosen.second.total_s});
     }
     result.knobs.bands[info.key(func)] = chosen.first;
     result.predicted_s += chosen.second.total_s;
@@ -283,7 +269,8 @@ struct Search {
 
   void schedule_root(ScheduleWriter& w, const FuncInfo& f);
 
-  SearchResult run();
+  // Outputs first (their loops are where tiles and rows are computed), then the rest.
+  void schedule_all(ScheduleWriter& w);
 };
 
 }  // namespace kiln::autoschedule::search_impl

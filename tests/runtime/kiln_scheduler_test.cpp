@@ -201,7 +201,8 @@ TEST(KilnScheduler, AttentionRunsATaskPerHeadWhereTheHeadsFillTheCores) {
     }
     if (std::string(machine) == "cores=2") {
       EXPECT_EQ(tasks, std::vector<std::string>{"8"}) << stmt;
-      EXPECT_TRUE(mentions(log, "per batch element, in the tasks of output_0: ")) << log;
+      // (Func names carry a counter when other graphs were lowered first: output_0$421.)
+      EXPECT_TRUE(mentions(log, "per batch element, in the tasks of output_0")) << log;
       EXPECT_TRUE(mentions(log, "softmax")) << log;
     } else {
       EXPECT_GE(tasks.size(), 4u) << stmt;
