@@ -4,8 +4,8 @@
 // stored operand (attention's probabilities, with the row reductions computed per row of
 // them), and behind that another batched matmul (Q @ K^T) with its packed b and stored
 // operand. One parallel loop instead of five, and a head's Q, K, V, scores and
-// probabilities stay in the cache of the core that computes them (compiled attention on
-// the 2-core Xeon: 0.415 to 0.326 ms, docs/benchmarks.md).
+// probabilities stay in the cache of the core that computes them (docs/autoscheduler.md
+// gives the measurements).
 //
 // The Kiln scheduler decides it per matmul (autoschedule::MatmulTasks::per_batch, a knob):
 // prepare_kiln_schedule gives the matmul one task per batch element in the rules' loops,

@@ -270,9 +270,8 @@ void schedule_matmul_accumulator(Func acc, const Halide::Target& target, const F
     }
     packed.compute_root().vectorize(pv[0], std::min(panel, vw));
     // Tasks of kPackTaskBytes at least: a panel of a short k is a few KB, and tasks that
-    // small cost more at the thread pool's lock than their copy (attention's K and V, 32
-    // and 16 tasks of 4 KB in gpt_block: tasks of 32 KB took it from 0.355 to 0.337 ms
-    // under Kiln on 2 cores, and compiled attention from 0.48-0.51 to 0.42 ms).
+    // small cost more at the thread pool's lock than their copy (attention's K and V;
+    // docs/autoscheduler.md, "What the measurements taught").
     int64_t k = 1;
     for (const Halide::Internal::ReductionVariable& rv : acc.function().update(0).schedule().rvars()) {
       k *= Halide::Internal::as_const_int(rv.extent).value_or(0);

@@ -223,9 +223,8 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     autoschedule::MatmulTasks t =
         autoschedule::choose_matmul_tasks(shape, tile.rows, tile.vectors, lanes, machine, &why, &runner_ups);
     // b read in place where it can be and stays in L2 (half of it, per batch element):
-    // packing a small b costs a pass over it per call, which for the apps/ MLP's weights
-    // was 15% of the model on 2 cores (0.300 to 0.256 ms); a large one read in place
-    // streams from L3 with a stride and ran kiln bench's MLP 2-3x slower.
+    // packing a small b costs a pass over it per call, a large one read in place streams
+    // from L3 with a stride (docs/autoscheduler.md gives the measurements).
     const bool in_place = matmul_reads_b_in_place(matmul.func) && shape.k * shape.n * shape.bytes <= machine.l2 / 2.0;
     if (in_place) why += "; b read in place";
     for (auto& [other, extra] : runner_ups) other.pack_b = !in_place;
