@@ -396,6 +396,11 @@ TEST(KilnCommands, UserErrorsSayWhatWasWrongAndWhatWouldBeRight) {
       {"bench --reps abc", "kiln bench: error: --reps takes a whole number of at least 1, not 'abc'"},
       {"models --reps 0", "kiln models: error: --reps takes a whole number of at least 1, not '0'"},
       {"models --scheduler fast", "kiln models: error: --scheduler must be default, Kiln, rules, or both (the rules and Kiln), not 'fast'"},
+      // A filter that selects nothing would print an empty table and succeed.
+      {"models --filter nomatch", "kiln models: error: --filter 'nomatch' matches no model; the models are: seed, mlp"},
+      {"bench --filter nomatch", "--filter 'nomatch' matches no workload; the workloads are: seed"},
+      {"bench-kernels --filter nomatch", "--filter 'nomatch' matches no generator; the generators are: kiln_seed"},
+      {"models --filter '(('", "--filter '((' is not a valid regular expression"},
       {"bench --scheduler Adams2019", "kiln bench: error: --scheduler must be default, Kiln, rules, or both"},
       {"tune softmax --frobnicate", "not expected: --frobnicate\n(kiln tune --help lists its options)"},
       {"tune softmax --target host-opencl", "plans CPU and CUDA targets, not"},

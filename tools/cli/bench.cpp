@@ -142,10 +142,13 @@ int bench(const BenchArgs& a) {
   }
   const bool gpu = a.target == "host-cuda";
   if (gpu && !cuda_available()) user_error("bench: --target host-cuda needs a usable CUDA GPU; none was found");
-  std::regex filter(a.filter.empty() ? ".*" : a.filter);
+  std::vector<Workload> all = workloads(gpu);
+  std::vector<std::string> names;
+  for (const Workload& w : all) names.push_back(w.name);
+  const auto selected = name_filter("bench", a.filter, names, "workload");
   const std::string label = gpu ? "cuda" : "cpu";
-  for (Workload& w : workloads(gpu)) {
-    if (!std::regex_search(w.name, filter)) continue;
+  for (Workload& w : all) {
+    if (!selected(w.name)) continue;
     if (!gpu && w.cpu_opt_in && a.filter.empty()) {
       std::cerr << "bench: skipping " << w.name << " on the CPU (its eager step takes minutes here); "
                 << "run it with --filter train_step\n";

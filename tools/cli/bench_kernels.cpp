@@ -317,11 +317,11 @@ int bench_kernels(Args a) {
   schedules_to_time(a);  // a bad --schedules is an error before anything runs
   const bool gpu = a.target == "host-cuda";
   const std::string label = gpu ? "cuda" : "cpu";
-  std::regex filter(a.filter.empty() ? ".*" : a.filter);
-  int matched = 0;
+  std::vector<std::string> names;
+  for (const kernels::GeneratorInfo& g : kernels::generators()) names.push_back(g.name);
+  const auto selected = name_filter("bench-kernels", a.filter, names, "generator");
   for (const kernels::GeneratorInfo& g : kernels::generators()) {
-    if (!std::regex_search(g.name, filter)) continue;
-    ++matched;
+    if (!selected(g.name)) continue;
     kernels::KernelSpec spec = kernels::make_spec(g.name);
     // The children of the generator are launched as many at a time as there are cores
     // (each schedules and compiles on one); each has the timeout from its launch to be ready.
@@ -378,11 +378,6 @@ int bench_kernels(Args a) {
                    ms == best ? "  best" : "", spread.c_str());
       print_bench_json({g.name, r.schedule, label, ms, r.runs});
     }
-  }
-  if (matched == 0) {
-    std::string names;
-    for (const kernels::GeneratorInfo& g : kernels::generators()) names += " " + g.name;
-    user_error("bench-kernels: --filter '", a.filter, "' matches no generator; the generators are:", names);
   }
   return 0;
 }

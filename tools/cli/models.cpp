@@ -29,7 +29,7 @@ struct ModelsArgs {
 
 int models(const ModelsArgs& a) {
   std::FILE* table = a.json ? stderr : stdout;
-  std::regex re(a.filter.empty() ? ".*" : a.filter);
+  const auto selected = name_filter("models", a.filter, models::model_names(), "model");
   bool all_ok = true;
   // Per scheduler after the first: the product of (first's ms / this one's ms), for the geomean.
   std::vector<double> log_ratio(a.schedulers.size(), 0.0);
@@ -37,7 +37,7 @@ int models(const ModelsArgs& a) {
   std::fprintf(table, "%-10s %-9s %-6s %-12s %-12s %-12s %-12s %-10s %-10s\n", "model", "scheduler", "match",
                "abs(c,e)", "rel(c,e)", "abs(c,ref)", "rel(c,ref)", "eager_ms", "compiled_ms");
   for (const std::string& name : models::model_names()) {
-    if (!std::regex_search(name, re)) continue;
+    if (!selected(name)) continue;
     models::Model m = models::make_model(name);
     Tensor eager = m.forward(m.inputs)[0];
     Tensor ref = interpret(trace(m.forward, m.inputs), m.inputs, InterpretMode::Reference)[0];

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 
 #include "core/error.h"
 #include "lower/scheduler.h"
@@ -83,6 +84,22 @@ void add_generator_or_model_options(CLI::App* command, std::vector<std::string>*
   command->add_option("generator", *positional, "a generator with its parameters (unary:op=gelu:dtype=f16) or a model")
       ->type_name("<generator>[:param=value...]|<model>");
   command->add_option("--model", *model, "a model that shares a generator's name (seed)")->type_name("NAME");
+}
+
+std::function<bool(const std::string&)> name_filter(const std::string& command, const std::string& filter,
+                                                    const std::vector<std::string>& names, const std::string& what) {
+  std::string listed;
+  for (const std::string& n : names) listed += (listed.empty() ? " " : ", ") + n;
+  std::regex re;
+  try {
+    re = std::regex(filter.empty() ? ".*" : filter);
+  } catch (const std::regex_error& e) {
+    user_error(command, ": --filter '", filter, "' is not a valid regular expression (", e.what(), ")");
+  }
+  if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return std::regex_search(n, re); })) {
+    user_error(command, ": --filter '", filter, "' matches no ", what, "; the ", what, "s are:", listed);
+  }
+  return [re](const std::string& name) { return std::regex_search(name, re); };
 }
 
 std::string compiled_impl(const std::string& scheduler) {

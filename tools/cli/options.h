@@ -3,6 +3,7 @@
 // what was given (std::stoi would throw past main's handler, or read "3x" as 3).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ CLI::Option* add_scheduler_option(CLI::App* command, std::vector<std::string>* v
 // parameters) or model, and --model for a model that shares a generator's name; read back
 // with generator_or_model (generator_args.h).
 void add_generator_or_model_options(CLI::App* command, std::vector<std::string>* positional, std::string* model);
+
+// `--filter REGEX` over `names` (the `what` of `command`: "model", "workload"...): a
+// predicate on a name. An invalid regex, or one that matches none of `names`, is a
+// kiln::Error that lists them.
+std::function<bool(const std::string&)> name_filter(const std::string& command, const std::string& filter,
+                                                    const std::vector<std::string>& names, const std::string& what);
 
 // The impl a compiled row reports: "kiln-compiled" with the default scheduler (what a user
 // gets: Kiln), "kiln-compiled-<scheduler>" when one is named.
