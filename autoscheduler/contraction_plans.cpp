@@ -205,4 +205,64 @@ MatmulTasks choose_matmul_tasks(const ContractionShape& s, int rows, int vectors
   return best;
 }
 
+// A vendor GEMM picks an output tile per SM from a few sizes (and splits k across SMs
+// when there are fewer tiles than SMs); large tiles reach a larger share of the math
+// units' peak (cuBLAS f32 on an H100: ~50 of 67 TFLOP/s), small ones fill more SMs.
+struct VendorTile {
+  double rows, cols, efficiency;
+};
+constexpr VendorTile kVendorTiles[] = {{128, 128, 0.75}, {128, 64, 0.65}, {64, 64, 0.5}, {64, 32, 0.35}, {32, 32, 0.25}};
+// k per SM below which splitting k no longer pays (the partial sums' extra pass).
+constexpr double kMinSplitK = 256;
+// Tensor cores give 16-bit types (and TF32) about this many times the f32 FMA lanes' peak
+// (dense: an A100's 312 against 19.5 TFLOP/s, an H100's 989 against 67); f64 runs at half
+// of f32.
+constexpr double kTensorCoreSpeedup = 12;
+
+GpuMatmulChoice choose_gpu_matmul(const ContractionShape& s, GpuMathUnit unit, double stored_bytes,
+                                  const MachineModel& m) {
+  GpuMatmulChoice c;
+  const double unit_peak = m.gpu_peak_flops() * (unit == GpuMathUnit::TensorCores ? kTensorCoreSpeedup
+                                                 : unit == GpuMathUnit::Fp64    ? 0.5
+                                                                                : 1.0);
+  const double sms = std::max(1, m.sm_count);
+  double compute_s = INFINITY, waves = 1, split = 1;
+  const VendorTile* tile = &kVendorTiles[0];
+  for (const VendorTile& t : kVendorTiles) {
+    const double tiles = std::ceil(s.m / t.rows) * std::ceil(s.n / t.cols) * s.batch;
+    const double sp = std::max(1.0, std::min(std::floor(sms / tiles), std::floor(s.k / kMinSplitK)));
+    const double w = std::ceil(tiles * sp / sms);
+    const double time = w * (2.0 * t.rows * t.cols * std::ceil(s.k / sp)) / (unit_peak * t.efficiency / sms);
+    if (time < compute_s) compute_s = time, waves = w, split = sp, tile = &t;
+  }
+  const double bytes = s.bytes * s.batch * (s.m * s.k + s.k * s.n + s.m * s.n);
+  const double memory_s = bytes / (m.gpu_dram_gbps * 1e9);
+  // Its result is stored and read back by its consumers' kernel (kiln's own kernel
+  // computes it in its output's threads, its epilogue fused): a launch and a round trip.
+  const double result_bytes = s.bytes * s.batch * s.m * s.n;
+  c.vendor_s = std::max(compute_s, memory_s) + 2 * m.launch_us * 1e-6 +
+               2.0 * (stored_bytes + result_bytes) / (m.gpu_dram_gbps * 1e9);
+  const auto candidates = gpu_contraction_candidates(s, m);
+  const std::pair<GpuContractionTiling, GpuPrediction>* best = nullptr;
+  for (const auto& cand : candidates) {
+    if (!best || cand.second.total_s < best->second.total_s) best = &cand;
+  }
+  c.kiln_s = best && best->second.total_s >= 0 ? best->second.total_s : INFINITY;
+  c.vendor = c.vendor_s < c.kiln_s;
+  std::ostringstream o;
+  o << (c.vendor ? "cuBLASLt" : "kiln's kernel") << ": cuBLASLt predicted " << c.vendor_s * 1e3 << " ms ("
+    << waves << (waves == 1 ? " wave" : " waves") << " of " << tile->rows << " x " << tile->cols << " tiles"
+    << (split > 1 ? ", k split " + std::to_string(int(split)) + " ways" : "")
+    << (unit == GpuMathUnit::TensorCores ? " on tensor cores" : "") << "), kiln's best tiling ";
+  if (best) {
+    const GpuContractionTiling& t = best->first;
+    o << c.kiln_s * 1e3 << " ms (" << t.rows << " x " << t.cols << " per thread, " << t.tx << " x " << t.ty
+      << " threads)";
+  } else {
+    o << "none fits";
+  }
+  c.why = o.str();
+  return c;
+}
+
 }  // namespace kiln::autoschedule

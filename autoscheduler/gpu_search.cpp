@@ -398,30 +398,7 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
 
   GpuTiling choose_contraction(const FuncInfo& f, GpuPrediction* best) {
     const ContractionShape s = shape_of(f);
-    std::vector<std::pair<GpuTiling, GpuPrediction>> scored;
-    const int max_c = vector_elems(f.bytes);
-    // Blocks that are mostly past the edge are pruned, unless nothing else is left (a
-    // product smaller than any block).
-    for (bool prune : {true, false}) {
-      for (int r : {1, 2, 4, 8}) {
-        for (int c = 1; c <= max_c; c *= 2) {
-          if (r > s.m || c > s.n) continue;
-          for (int tx : {8, 16, 32, 64}) {
-            for (int ty : {1, 2, 4, 8, 16}) {
-              if (tx * ty < 64 || tx * ty > 512) continue;
-              if (prune && (double(tx) * c > 2 * s.n || double(ty) * r > 2 * s.m)) continue;
-              for (int ku : {1, 2, 4, 8}) {
-                if (gpu_unrolled_steps(s, ku) != ku && ku > 1) continue;  // a short inner dim is unrolled whole
-                const GpuTiling t{r, c, tx, ty, ku};
-                const GpuPrediction p = predict_gpu(gpu_contraction_plan(s, t, m), m);
-                if (p.fits) scored.push_back({t, p});
-              }
-            }
-          }
-        }
-      }
-      if (!scored.empty()) break;
-    }
+    std::vector<std::pair<GpuTiling, GpuPrediction>> scored = gpu_contraction_candidates(s, m);
     KILN_CHECK(!scored.empty(), f.name, ": no GPU register tiling fits");
     const auto chosen = choose(f.name, scored, &Knobs::gpu_tiles, [&](const GpuTiling& t) {
       return predict_gpu(gpu_contraction_plan(s, t, m), m);
@@ -906,6 +883,35 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
 };
 
 }  // namespace
+
+std::vector<std::pair<GpuContractionTiling, GpuPrediction>> gpu_contraction_candidates(const ContractionShape& s,
+                                                                                      const MachineModel& m) {
+  std::vector<std::pair<GpuContractionTiling, GpuPrediction>> scored;
+  const int max_c = vector_elems(s.bytes);
+  // Blocks that are mostly past the edge are pruned, unless nothing else is left (a
+  // product smaller than any block).
+  for (bool prune : {true, false}) {
+    for (int r : {1, 2, 4, 8}) {
+      for (int c = 1; c <= max_c; c *= 2) {
+        if (r > s.m || c > s.n) continue;
+        for (int tx : {8, 16, 32, 64}) {
+          for (int ty : {1, 2, 4, 8, 16}) {
+            if (tx * ty < 64 || tx * ty > 512) continue;
+            if (prune && (double(tx) * c > 2 * s.n || double(ty) * r > 2 * s.m)) continue;
+            for (int ku : {1, 2, 4, 8}) {
+              if (gpu_unrolled_steps(s, ku) != ku && ku > 1) continue;  // a short inner dim is unrolled whole
+              const GpuContractionTiling t{r, c, tx, ty, ku};
+              const GpuPrediction p = predict_gpu(gpu_contraction_plan(s, t, m), m);
+              if (p.fits) scored.push_back({t, p});
+            }
+          }
+        }
+      }
+    }
+    if (!scored.empty()) break;
+  }
+  return scored;
+}
 
 int gpu_unrolled_steps(const ContractionShape& s, int unroll) {
   const double inner = s.inner_k > 0 ? s.inner_k : s.k;

@@ -244,6 +244,25 @@ constexpr size_t kMatmulRunnerUps = 4;
 
 // Reduction steps one iteration of the thread's loop unrolls.
 int gpu_unrolled_steps(const ContractionShape& s, int unroll);
+// The GPU search's register tilings of a contraction that fit, each with its prediction.
+std::vector<std::pair<GpuContractionTiling, GpuPrediction>> gpu_contraction_candidates(const ContractionShape& s,
+                                                                                      const MachineModel& m);
+
+// A GPU matmul as a vendor GEMM (cuBLASLt) runs it, against kiln's best register tiling,
+// each priced from the machine model: the vendor kernel in output tiles of 128 x 128 per SM
+// at a share of the peak (f32 on FMA lanes; 16-bit types and TF32 on tensor cores), at
+// least its operands' and result's DRAM traffic, plus its launch, its result stored and
+// read back by the kernel of its consumers, and `stored_bytes` that kiln must store first
+// for it (an operand computed by other Funcs, which kiln's own kernel may compute where it
+// reads it).
+struct GpuMatmulChoice {
+  bool vendor = false;
+  double vendor_s = 0, kiln_s = 0;
+  std::string why;  // "cuBLASLt 0.41 ms against kiln's 1.2 ms (8 x 4 per thread, ...)"
+};
+enum class GpuMathUnit { Fp32, TensorCores, Fp64 };
+GpuMatmulChoice choose_gpu_matmul(const ContractionShape& s, GpuMathUnit unit, double stored_bytes,
+                                  const MachineModel& m);
 GpuStagePlan gpu_contraction_plan(const ContractionShape& s, const GpuContractionTiling& t, const MachineModel& m);
 
 }  // namespace kiln::autoschedule

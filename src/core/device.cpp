@@ -2,6 +2,7 @@
 
 #include <Halide.h>
 
+#include "core/cuda_context.h"
 #include "core/error.h"
 
 namespace kiln {
@@ -9,6 +10,8 @@ namespace kiln {
 bool cuda_available() {
   static const bool available = [] {
     try {
+      // Before Halide touches CUDA: its runtime then uses kiln's context (core/cuda_context.h).
+      cuda::use_kiln_context_in_halide();
       Halide::Target t = Halide::get_host_target().with_feature(Halide::Target::CUDA);
       return Halide::host_supports_target_device(t);
     } catch (const std::exception&) {

@@ -528,6 +528,12 @@ autoschedule::FixedFuncs apply_default_gpu_matmul_schedule(LoweredGraph& lowered
     // The stored product its epilogue reads (acc.in(), made by the rule).
     scheduled[Func(s.func).in().name()] = Fixed::OwnLoops;
   }
+  // What cuBLASLt stages read is stored, in kernels of its own.
+  for (Func& f : lowered.vendor_operands) {
+    if (!scheduled.emplace(f.name(), Fixed::OwnLoops).second) continue;
+    materialize(f, target);
+    log("schedule", f.name() + ": materialized (read by cuBLASLt)");
+  }
   if (scheduled.empty()) return scheduled;
   std::set<std::string> stages, outputs;
   for (const StageInfo& s : lowered.stages) stages.insert(s.func.name());
@@ -559,6 +565,11 @@ void apply_default_schedule(LoweredGraph& lowered, const Halide::Target& target)
   // their own schedule below.
   std::set<std::string> scheduled = hosts;
   for (const Func& out : lowered.outputs) scheduled.insert(out.name());
+  for (Func& f : lowered.vendor_operands) {
+    if (!scheduled.insert(f.name()).second) continue;
+    materialize(f, target);
+    log("schedule", f.name() + ": materialized (read by cuBLASLt)");
+  }
   for (Func& f : lowered.contraction_operands) {
     if (!scheduled.insert(f.name()).second) continue;
     if (!target.has_gpu_feature() && lowered.cpu_inline_operands.count(f.name())) {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/cuda_context.h"
 #include "core/error.h"
 #include "core/float_env.h"
 #include "core/log.h"
@@ -15,6 +16,7 @@
 #include "lower/default_schedule.h"
 #include "ops/op.h"
 #include "lower/target.h"
+#include "runtime/cublaslt.h"
 
 namespace kiln {
 
@@ -58,9 +60,12 @@ std::string runtime_error_text(int err, const std::string& message) {
 }  // namespace
 
 LoweredGraph lower_and_schedule(const Graph& graph, const Halide::Target& target,
-                                const ScheduleFn& schedule) {
+                                const ScheduleFn& schedule, bool vendor_kernels) {
   return with_halide_errors("lowering the graph to Halide", [&] {
-    LoweredGraph lowered = lower_to_halide(graph);
+    LowerOptions options;
+    options.vendor_kernels = vendor_kernels && target.has_feature(Halide::Target::CUDA);
+    options.target = target;
+    LoweredGraph lowered = lower_to_halide(graph, nullptr, options);
     (schedule ? schedule : ScheduleFn(apply_default_schedule))(lowered, target);
     return lowered;
   });
@@ -81,12 +86,16 @@ std::string lowered_stmt_text(const LoweredGraph& lowered, const Halide::Target&
   return ss.str();
 }
 
-Kernel::Kernel(const Graph& graph, const Halide::Target& target, const ScheduleFn& schedule)
+Kernel::Kernel(const Graph& graph, const Halide::Target& target, const ScheduleFn& schedule, bool vendor_kernels)
     : graph_(graph), target_(target) {
-  lowered_ = lower_and_schedule(graph_, target_, schedule);
+  // Halide's CUDA runtime in kiln's context, before anything of Halide's touches CUDA.
+  if (target_.has_feature(Halide::Target::CUDA)) cuda::use_kiln_context_in_halide();
+  lowered_ = lower_and_schedule(graph_, target_, schedule, vendor_kernels);
   if (log_enabled("code")) log("code", lowered_stmt_text(lowered_, target_));
   callable_ = with_halide_errors("compiling the graph with Halide's JIT", [&] {
-    return lowered_.pipeline().compile_to_callable(lowered_.arguments(), target_);
+    Halide::Pipeline p = lowered_.pipeline();
+    p.set_jit_externs({{vendor::kMatmulExtern, Halide::JITExtern(kiln_cublaslt_matmul)}});
+    return p.compile_to_callable(lowered_.arguments(), target_);
   });
   if (target_.has_gpu_feature()) {
     // Keep freed device buffers for reuse: cudaMalloc/cudaFree per call would dominate
@@ -124,12 +133,14 @@ std::vector<Tensor> Kernel::run(const std::vector<Tensor>& inputs) const {
   argv.push_back(&ctx_ptr);
   for (const Tensor& t : inputs) argv.push_back(t.buffer().raw_buffer());
   for (const Tensor& t : outputs) argv.push_back(t.buffer().raw_buffer());
+  vendor::clear_last_error();
   int err = with_halide_errors("running the compiled kernel", [&] {
     detail::ScopedFlushDenormals flush;
     return callable_.call_argv_fast(argv.size(), argv.data());
   });
   if (err != 0) {
-    user_error(runtime_error_text(err, ctx.message));
+    const std::string vendor = vendor::last_error();
+    user_error(runtime_error_text(err, ctx.message), vendor.empty() ? "" : " (" + vendor + ")");
   }
   return outputs;
 }

@@ -18,7 +18,10 @@ using ScheduleFn = std::function<void(LoweredGraph&, const Halide::Target&)>;
 
 class Kernel {
  public:
-  Kernel(const Graph& graph, const Halide::Target& target, const ScheduleFn& schedule = {});
+  // `vendor_kernels`: on a CUDA target, matmuls may run as cuBLASLt stages where the Kiln
+  // autoscheduler prices them faster (LowerOptions).
+  Kernel(const Graph& graph, const Halide::Target& target, const ScheduleFn& schedule = {},
+         bool vendor_kernels = false);
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
   const Halide::Target& target() const { return target_; }
@@ -35,7 +38,7 @@ class Kernel {
 
 // Lowers and schedules `graph` for `target` (used by both JIT and AOT).
 LoweredGraph lower_and_schedule(const Graph& graph, const Halide::Target& target,
-                                const ScheduleFn& schedule = {});
+                                const ScheduleFn& schedule = {}, bool vendor_kernels = false);
 
 // Text of Halide's lowered statement for a scheduled pipeline.
 std::string lowered_stmt_text(const LoweredGraph& lowered, const Halide::Target& target);

@@ -1,6 +1,7 @@
 #include "lower/lower_to_halide.h"
 
 #include "core/error.h"
+#include "lower/vendor_matmul.h"
 
 namespace kiln {
 
@@ -10,8 +11,9 @@ std::vector<Halide::Argument> LoweredGraph::arguments() const {
 
 namespace {
 
-// A Func reading a concrete tensor (a constant captured while tracing).
-Halide::Func constant_func(const Node& n) {
+// A Func reading a concrete tensor (a constant captured while tracing); `buffer` receives
+// the Halide buffer it reads (undefined for an empty tensor).
+Halide::Func constant_func(const Node& n, Halide::Buffer<>* buffer) {
   if (n.meta.shape.numel() == 0) {
     // Never read (every consumer is empty too); Halide cannot wrap an empty buffer.
     Halide::Func f(n.name);
@@ -20,6 +22,7 @@ Halide::Func constant_func(const Node& n) {
   }
   Halide::Runtime::Buffer<> shared = n.constant.to_host().buffer();  // shares the allocation
   Halide::Buffer<> data(std::move(shared), n.name);
+  *buffer = data;
   Halide::Func f(n.name);
   auto v = algo::vars(n.meta.shape.rank());
   f(v) = data(algo::exprs(v));
@@ -122,8 +125,10 @@ void find_epilogue_hosts(const Graph& graph, const std::map<int, Halide::Func>& 
 
 }  // namespace
 
-LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external) {
+LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external, const LowerOptions& options) {
   LoweredGraph out;
+  std::map<int, Halide::ImageParam> params;   // by placeholder node id
+  std::map<int, Halide::Buffer<>> constants;  // by constant node id
   std::map<std::string, Halide::Expr> symbol_extents;
   if (external) symbol_extents = external->symbol_extents;
 
@@ -159,6 +164,7 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
       // still asks Halide's bounds check for element 0.
       f(v) = n.meta.shape.is_static() && n.meta.shape.numel() == 0 ? algo::constant(p.type(), 0) : Halide::Expr(p(v));
       out.inputs.push_back(p);
+      params.emplace(id, p);
     }
     out.funcs[id] = f;
     ++k;
@@ -176,7 +182,9 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
   for (const Node& n : graph.nodes()) {
     if (n.is_placeholder()) continue;
     if (n.is_constant()) {
-      out.funcs[n.id] = constant_func(n);
+      Halide::Buffer<> data;
+      out.funcs[n.id] = constant_func(n, &data);
+      if (data.defined()) constants.emplace(n.id, data);
       continue;
     }
     const OpDef& op = get_op(n.op);
@@ -185,6 +193,16 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external)
     for (int i : n.inputs) {
       in.push_back(out.funcs.at(i));
       metas.push_back(graph.node(i).meta);
+    }
+    if (n.op == "matmul" && options.vendor_kernels) {
+      const VendorOperandSources sources{&params, &constants, &out.funcs, extent};
+      std::vector<Halide::Func> stored;
+      if (std::optional<Halide::Func> v = vendor_matmul(graph, n, sources, options.target, &stored)) {
+        out.funcs[n.id] = *v;
+        out.kinds[n.id] = op.kind;
+        for (const Halide::Func& s : stored) out.vendor_operands.push_back(s);
+        continue;
+      }
     }
     OpCall call{metas, n.meta, n.attrs, extent, &out.stages};
     Halide::Func f = op.algorithm(in, call);

@@ -40,6 +40,9 @@ struct LoweredGraph {
     int64_t columns = 0;  // the innermost extent when static, else 0
   };
   std::map<std::string, EpilogueHost> epilogue_hosts;
+  // Computed values that a vendor stage (cuBLASLt, lower/vendor_matmul.h) reads: every
+  // schedule stores them at root (an extern stage reads memory, never an inlined Func).
+  std::vector<Halide::Func> vendor_operands;
 
   Halide::Pipeline pipeline() const { return Halide::Pipeline(outputs); }
   std::vector<Halide::Argument> arguments() const;
@@ -52,6 +55,16 @@ struct ExternalInputs {
   std::map<std::string, Halide::Expr> symbol_extents;
 };
 
-LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external = nullptr);
+// How the graph may be lowered beyond kiln's own Halide definitions.
+struct LowerOptions {
+  // On a CUDA target, matmuls may become cuBLASLt stages where the Kiln autoscheduler
+  // prices them faster (lower/vendor_matmul.h). JIT only: an AOT library would need libkiln
+  // at link time for the stage.
+  bool vendor_kernels = false;
+  Halide::Target target;
+};
+
+LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external = nullptr,
+                             const LowerOptions& options = {});
 
 }  // namespace kiln

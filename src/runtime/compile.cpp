@@ -152,7 +152,8 @@ Backend halide_backend(const std::string& target, const std::string& name) {
   check_scheduler_name(name, "halide_backend");
   const std::string scheduler = resolve_default_scheduler(name, target_has_gpu(parse_target(target)));
   return [target, scheduler](Graph& graph, const std::vector<Tensor>& example_inputs) -> CompiledGraphFn {
-    auto kernel = std::make_shared<Kernel>(graph, parse_target(target), make_schedule_fn(scheduler, graph, example_inputs));
+    auto kernel = std::make_shared<Kernel>(graph, parse_target(target), make_schedule_fn(scheduler, graph, example_inputs),
+                                           /*vendor_kernels=*/true);
     return [kernel](const std::vector<Tensor>& in) { return kernel->run(in); };
   };
 }

@@ -77,7 +77,7 @@ Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Att
     for (size_t i = 0; i < metas.size(); ++i) ids.push_back(g.add_placeholder("x" + std::to_string(i), metas[i]));
     g.set_outputs({g.add_op(op.name, ids, attrs)});
     log("eager", "compiling eager kernel " + key);
-    kernel = std::make_shared<Kernel>(g, parse_target(on_gpu ? "host-cuda" : "host"));
+    kernel = std::make_shared<Kernel>(g, parse_target(on_gpu ? "host-cuda" : "host"), ScheduleFn{}, /*vendor_kernels=*/true);
     std::lock_guard<std::mutex> lock(cache().mu);
     cache().kernels.emplace(key, kernel);
     ++cache().compiled;

@@ -1,0 +1,239 @@
+// cuBLASLt as a stage of kiln's pipelines (runtime/cublaslt.h, lower/vendor_matmul.h):
+// products checked against the f64 reference and against kiln's own CUDA kernels on the
+// GPU; the stage's bounds queries, the KILN_VENDOR modes and the errors everywhere.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/log_capture.h"
+#include "core/scoped_env.h"
+#include "kiln.h"
+#include "lower/vendor_matmul.h"
+#include "runtime/cublaslt.h"
+
+using namespace kiln;
+
+namespace {
+
+using kiln::testing::logged;
+using kiln::testing::ScopedEnv;
+
+bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A bounds-query buffer of `dims` dims (Halide's: no host, no device), each [0, 1).
+struct QueryBuffer {
+  std::vector<halide_dimension_t> dims;
+  halide_buffer_t b{};
+  explicit QueryBuffer(int rank, halide_type_t t = halide_type_t(halide_type_float, 32)) : dims(size_t(rank)) {
+    for (auto& d : dims) d = {0, 1, 1, 0};
+    b.dimensions = rank;
+    b.dim = dims.data();
+    b.type = t;
+  }
+  QueryBuffer& region(int d, int min, int extent) {
+    dims[size_t(d)].min = min;
+    dims[size_t(d)].extent = extent;
+    return *this;
+  }
+};
+
+TEST(CublasLt, BoundsQueriesAskForTheRowsColumnsAndBatchesThatTheProductReads) {
+  // out (N=9, M=7, batch 3) region: columns [2, 6), rows [1, 5), batches [0, 3).
+  QueryBuffer out(3), a(3), b(2);
+  out.region(0, 2, 4).region(1, 1, 4).region(2, 0, 3);
+  // a (K=5, M=7, batch 3); b broadcast: (N=9, K=5), no batch dim.
+  ASSERT_EQ(kiln_cublaslt_matmul(&a.b, &b.b, 7, 9, 5, 0, 0, 0, &out.b), 0);
+  EXPECT_EQ(a.dims[0].min, 0);
+  EXPECT_EQ(a.dims[0].extent, 5);  // all of k
+  EXPECT_EQ(a.dims[1].min, 1);
+  EXPECT_EQ(a.dims[1].extent, 4);  // the rows asked for
+  EXPECT_EQ(a.dims[2].min, 0);
+  EXPECT_EQ(a.dims[2].extent, 3);
+  EXPECT_EQ(b.dims[0].min, 2);
+  EXPECT_EQ(b.dims[0].extent, 4);  // the columns asked for
+  EXPECT_EQ(b.dims[1].extent, 5);
+
+  // Transposed operands (read in their storage) and a batch dim of 1 against 3; a region
+  // past the product's edge (a consumer's rounded-up loop) asks for no more than exists.
+  QueryBuffer out2(3), at(3), bt(3);
+  out2.region(0, 0, 16).region(1, 4, 8).region(2, 0, 3);
+  ASSERT_EQ(kiln_cublaslt_matmul(&at.b, &bt.b, 7, 9, 5, vendor::kTransA | vendor::kTransB, 0, 1, &out2.b), 0);
+  EXPECT_EQ(at.dims[0].min, 4);  // a stored as (M, K): rows first
+  EXPECT_EQ(at.dims[0].extent, 3);
+  EXPECT_EQ(at.dims[1].extent, 5);
+  EXPECT_EQ(bt.dims[0].extent, 5);  // b stored as (K, N)
+  EXPECT_EQ(bt.dims[1].min, 0);
+  EXPECT_EQ(bt.dims[1].extent, 9);
+  EXPECT_EQ(bt.dims[2].min, 0);
+  EXPECT_EQ(bt.dims[2].extent, 1);  // broadcast
+}
+
+TEST(CublasLt, AStageRunWithoutTheLibraryFailsWithTheReason) {
+  std::string why;
+  if (vendor::cublaslt_available(&why)) GTEST_SKIP() << "cuBLASLt is usable here; its runs are checked below";
+  QueryBuffer out(2), a(2), b(2);
+  uint8_t byte = 0;
+  for (QueryBuffer* q : {&out, &a, &b}) q->b.host = &byte;  // not a query: a run
+  vendor::clear_last_error();
+  EXPECT_NE(kiln_cublaslt_matmul(&a.b, &b.b, 1, 1, 1, 0, 0, 0, &out.b), 0);
+  EXPECT_TRUE(mentions(vendor::last_error(), why)) << vendor::last_error();
+}
+
+std::vector<Tensor> product(const std::vector<Tensor>& in) { return {matmul(in[0], in[1])}; }
+
+TEST(CublasLt, KilnVendorOnWithoutTheLibraryIsAnErrorThatSaysWhatIsMissing) {
+  std::string why;
+  if (vendor::cublaslt_available(&why)) GTEST_SKIP() << "cuBLASLt is usable here";
+  ScopedEnv on("KILN_VENDOR", "on");
+  CompileOptions o;
+  o.target = "host-cuda";
+  try {
+    compile(product, o)({rand({4, 8}, 1), rand({8, 3}, 2)});
+    FAIL() << "expected a kiln::Error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(mentions(e.what(), "KILN_VENDOR=on: ")) << e.what();
+    EXPECT_TRUE(mentions(e.what(), why)) << e.what();
+  }
+}
+
+TEST(CublasLt, KilnVendorTakesAutoOnOrOff) {
+  ScopedEnv bad("KILN_VENDOR", "always");
+  CompileOptions o;
+  o.target = "host-cuda";
+  try {
+    compile(product, o)({rand({4, 8}, 1), rand({8, 3}, 2)});
+    FAIL() << "expected a kiln::Error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(mentions(e.what(), "KILN_VENDOR must be auto, on or off, not 'always'")) << e.what();
+  }
+}
+
+TEST(CublasLt, Tf32IsOffUnlessTheUserAllowsIt) {
+  ScopedEnv unset("KILN_ALLOW_TF32", std::nullopt);
+  EXPECT_FALSE(matmul_allow_tf32());
+  set_matmul_allow_tf32(true);
+  EXPECT_TRUE(matmul_allow_tf32());
+  set_matmul_allow_tf32(false);
+  EXPECT_FALSE(matmul_allow_tf32());
+}
+
+// ---- on the GPU ------------------------------------------------------------------------
+
+bool gpu_with_cublaslt(std::string* why) {
+  if (!cuda_available()) {
+    *why = "no CUDA GPU on this machine; the stage's queries and errors are checked above";
+    return false;
+  }
+  if (!vendor::cublaslt_available(why)) return false;
+  return true;
+}
+
+struct Case {
+  std::string name;
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> fn;
+  std::vector<Tensor> inputs;
+  double rtol, atol;
+};
+
+Tensor as_f64(const Tensor& t) { return cast(t.to_host(), DType::F64); }
+
+// The case compiled for the GPU with cuBLASLt, and with kiln's kernels, against the f64
+// reference on the same inputs.
+void check_on_gpu(const Case& c) {
+  SCOPED_TRACE(c.name);
+  const Graph g = trace(c.fn, c.inputs);
+  std::vector<Tensor> want = interpret(g, c.inputs, InterpretMode::Reference);
+  CompileOptions o;
+  o.target = "host-cuda";
+  std::vector<Tensor> gpu_inputs;
+  for (const Tensor& t : c.inputs) gpu_inputs.push_back(t.to(Device::cuda()));
+  for (const char* mode : {"on", "off"}) {
+    SCOPED_TRACE(mode);
+    ScopedEnv env("KILN_VENDOR", std::string(mode));
+    const std::string log = logged("schedule", [&] {
+      std::vector<Tensor> got = compile(c.fn, o)(gpu_inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_TRUE(got[i].device().is_cuda());
+        EXPECT_TRUE(allclose(as_f64(got[i]), as_f64(want[i]), c.rtol, c.atol))
+            << "output " << i << ": max abs diff " << max_abs_diff(as_f64(got[i]), as_f64(want[i]));
+      }
+    });
+    EXPECT_EQ(mentions(log, "cuBLASLt (KILN_VENDOR=on)"), std::string(mode) == "on") << log;
+  }
+}
+
+TEST(CublasLtGpu, ProductsOfEveryShapeAndTypeMatchTheReference) {
+  std::string why;
+  if (!gpu_with_cublaslt(&why)) GTEST_SKIP() << why;
+  auto mm = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; };
+  std::vector<Case> cases = {
+      {"1x1x1", mm, {rand({1, 1}, 1, -1, 1), rand({1, 1}, 2, -1, 1)}, 1e-5, 1e-5},
+      {"odd 7x13x5", mm, {rand({7, 5}, 3, -1, 1), rand({5, 13}, 4, -1, 1)}, 1e-5, 1e-5},
+      {"257x129x65", mm, {rand({257, 65}, 5, -1, 1), rand({65, 129}, 6, -1, 1)}, 1e-4, 1e-4},
+      {"batched", mm, {rand({3, 33, 17}, 7, -1, 1), rand({3, 17, 9}, 8, -1, 1)}, 1e-5, 1e-5},
+      {"b broadcast", mm, {rand({4, 2, 5, 6}, 9, -1, 1), rand({6, 3}, 10, -1, 1)}, 1e-5, 1e-5},
+      {"a broadcast", mm, {rand({5, 6}, 11, -1, 1), rand({2, 6, 3}, 12, -1, 1)}, 1e-5, 1e-5},
+      {"batch of 1 against 3", mm, {rand({1, 5, 6}, 13, -1, 1), rand({3, 6, 4}, 14, -1, 1)}, 1e-5, 1e-5},
+      {"empty sum", mm, {rand({3, 0}, 15), rand({0, 4}, 16)}, 0, 0},
+      {"f64", mm, {rand({31, 40}, 17, -1, 1, DType::F64), rand({40, 23}, 18, -1, 1, DType::F64)}, 1e-12, 1e-12},
+      {"f16", mm, {rand({64, 48}, 19, -1, 1, DType::F16), rand({48, 40}, 20, -1, 1, DType::F16)}, 1e-2, 2e-2},
+      {"bf16", mm, {rand({64, 48}, 21, -1, 1, DType::BF16), rand({48, 40}, 22, -1, 1, DType::BF16)}, 2e-2, 1e-1},
+      {"a transposed", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(transpose(in[0], -1, -2), in[1])}; },
+       {rand({2, 11, 6}, 23, -1, 1), rand({2, 11, 5}, 24, -1, 1)}, 1e-5, 1e-5},
+      {"b transposed", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], transpose(in[1], 0, 1))}; },
+       {rand({9, 12}, 25, -1, 1), rand({7, 12}, 26, -1, 1)}, 1e-5, 1e-5},
+      {"computed operands, a chain and an epilogue",
+       [](const std::vector<Tensor>& in) {
+         Tensor h = relu(matmul(in[0] * 2.0, in[1]) + in[2]);
+         return std::vector<Tensor>{matmul(h, in[3]), h};
+       },
+       {rand({70, 40}, 27, -1, 1), rand({40, 50}, 28, -1, 1), rand({50}, 29, -1, 1), rand({50, 30}, 30, -1, 1)}, 1e-4,
+       1e-4},
+      {"chained stages", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(matmul(in[0], in[1]), in[2])}; },
+       {rand({20, 30}, 31, -1, 1), rand({30, 40}, 32, -1, 1), rand({40, 10}, 33, -1, 1)}, 1e-4, 1e-4},
+  };
+  for (const Case& c : cases) check_on_gpu(c);
+}
+
+TEST(CublasLtGpu, GradientsThroughTheStageMatchTheReference) {
+  std::string why;
+  if (!gpu_with_cublaslt(&why)) GTEST_SKIP() << why;
+  // The backward's products read transposes of the forward's operands (in place).
+  auto loss = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sum(tanh(matmul(in[0], in[1])) * in[2])};
+  };
+  Case c{"gradient", grad_fn(loss, {0, 1}), {rand({2, 24, 40}, 41, -1, 1), rand({40, 33}, 42, -1, 1),
+                                            rand({2, 24, 33}, 43, -1, 1)},
+         1e-4, 1e-4};
+  check_on_gpu(c);
+}
+
+TEST(CublasLtGpu, EagerMatmulOnTheGpuUsesTheStage) {
+  std::string why;
+  if (!gpu_with_cublaslt(&why)) GTEST_SKIP() << why;
+  ScopedEnv on("KILN_VENDOR", "on");
+  Tensor a = rand({65, 130}, 51, -1, 1), b = rand({130, 33}, 52, -1, 1);
+  const std::string log = logged("schedule", [&] {
+    Tensor got = matmul(a.to(Device::cuda()), b.to(Device::cuda()));
+    EXPECT_TRUE(allclose(as_f64(got), as_f64(matmul(a, b)), 1e-5, 1e-5));
+  });
+  EXPECT_TRUE(mentions(log, "cuBLASLt (KILN_VENDOR=on)")) << log;
+}
+
+TEST(CublasLtGpu, TheAutoschedulerPricesTheVendorGemmAgainstKilnsKernel) {
+  std::string why;
+  if (!gpu_with_cublaslt(&why)) GTEST_SKIP() << why;
+  ScopedEnv auto_mode("KILN_VENDOR", "auto");
+  CompileOptions o;
+  o.target = "host-cuda";
+  const std::string big = logged("schedule", [&] { compile(product, o)({rand({1024, 1024}, 1), rand({1024, 1024}, 2)}); });
+  EXPECT_TRUE(mentions(big, ": cuBLASLt: cuBLASLt predicted")) << big;
+  const std::string small = logged("schedule", [&] { compile(product, o)({rand({4, 8}, 1), rand({8, 3}, 2)}); });
+  EXPECT_TRUE(mentions(small, ": kiln's kernel: cuBLASLt predicted")) << small;
+}
+
+}  // namespace
