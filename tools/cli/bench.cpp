@@ -128,6 +128,19 @@ std::vector<Workload> workloads(bool gpu) {
                  return matmul(softmax(where(mask, scalar(-INFINITY), s), -1), in[2]);
                },
                0, 4.0 * double(B * NH) * double(S) * double(S) * double(D)});
+  // bf16 variants (GPU only, torch_suite.py --bf16): the same products in bf16 storage,
+  // f32 accumulation and f32 arithmetic between them.
+  if (gpu) {
+    for (const std::string stem : {"mlp_f32_", "attn_causal_f32_"}) {
+      const auto it = std::find_if(w.begin(), w.end(), [&](const Workload& x) { return x.name.rfind(stem, 0) == 0; });
+      if (it == w.end()) continue;
+      Workload b = *it;
+      b.name.replace(b.name.find("f32"), 3, "bf16");
+      for (Tensor& t : b.inputs) t = cast(t, DType::BF16);
+      b.bytes /= 2;
+      w.push_back(b);
+    }
+  }
   const int64_t NB = 32 / scale;
   w.push_back({"conv3x3_bias_relu_n" + std::to_string(NB) + "c64hw56",
                {randn({NB, 64, 56, 56}, 13), rand({64, 64, 3, 3}, 14, -1.0 / 24, 1.0 / 24), randn({64}, 15)},
