@@ -461,6 +461,37 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   return apply_op("index_select", {x, index}, {{"axis", axis}});
 }
 
+namespace {
+// x + zeros(x's shape) with source scattered in along axis (the scatter_add op).
+Tensor scatter_into(const char* what, const Tensor& x, int64_t axis, const Tensor& index, const Tensor& source,
+                    bool full) {
+  if (x.rank() != source.rank()) {
+    user_error(what, ": source ", source.meta().str(), " must have the rank of x ", x.meta().str());
+  }
+  std::vector<int64_t> shape;
+  for (int d = 0; d < x.rank(); ++d) {
+    const Dim& dim = x.shape()[d];
+    if (!dim.is_static() && !(dim == source.shape()[d])) {
+      user_error(what, ": x's dim ", d, " (", dim.str(), ") is dynamic and not the source's; give it a static size");
+    }
+    shape.push_back(dim.is_static() ? dim.size : -1);
+  }
+  if (x.dtype() != source.dtype()) {
+    user_error(what, ": source is ", dtype_name(source.dtype()), " but x is ", dtype_name(x.dtype()),
+               "; cast one to the other first");
+  }
+  return x + apply_op("scatter_add", {source, index}, {{"axis", axis}, {"shape", shape}, {"full", full}});
+}
+}  // namespace
+
+Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& source) {
+  return scatter_into("index_add", x, axis, index, source, false);
+}
+
+Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& source) {
+  return scatter_into("scatter_add", x, axis, index, source, true);
+}
+
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   if (weight.rank() != 2) user_error("embedding: weight must be [num_embeddings, dim], got ", weight.meta().str());
   if (!indices.shape().is_static()) {

@@ -157,6 +157,12 @@ Tensor arange(double start, double stop, double step = 1.0, DType dtype = DType:
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
 // x with `axis` replaced by the entries picked by the 1-D `index`.
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
+// x with source added at the entries of `axis` that the 1-D `index` names (source's entry
+// k along axis goes to x's index[k]; repeated indices accumulate), PyTorch's index_add.
+Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& source);
+// x with each source[i] added at i with its `axis` coordinate replaced by index[i] (index
+// has source's shape; repeated targets accumulate), PyTorch's scatter_add.
+Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& source);
 // Rows of weight [num_embeddings, dim] for indices of any shape: indices.shape + [dim].
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 // i64 tensor of indices.shape + [num_classes], 1 at each index.

@@ -161,6 +161,88 @@ Tensor one_hot_reference(const std::vector<Tensor>& in, const Attrs& a, const Te
   return from_vector(o, out.shape, out.dtype);
 }
 
+// ---- scatter_add(source, index; axis, shape, full): zeros of `shape`, source added in ------
+// Each element of source goes to its own position with the `axis` coordinate replaced by
+// an index: index[k] for source's axis entry k (full = false: a 1-D index, PyTorch's
+// index_add), or index[i] for source element i (full = true: index shaped like source,
+// PyTorch's scatter_add). Repeated indices accumulate. `shape` gives the output's sizes,
+// -1 for a dim that is source's. The backward of index_select and gather.
+
+TensorMeta infer_scatter_add(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const TensorMeta &src = in[0], &index = in[1];
+  require_index_dtype("scatter_add", index);
+  const int r = src.shape.rank();
+  const int axis = normalize_axis(a.get_int("axis"), r, "scatter_add");
+  const std::vector<int64_t>& shape = a.get_ints("shape");
+  if (int(shape.size()) != r) {
+    user_error("scatter_add: shape has ", shape.size(), " sizes for a source of rank ", r, " (", src.str(), ")");
+  }
+  if (a.get_bool("full")) {
+    if (!(index.shape == src.shape)) {
+      user_error("scatter_add: index ", index.str(), " must have the source's shape ", src.str());
+    }
+  } else if (index.shape.rank() != 1 || !(index.shape[0] == src.shape[axis])) {
+    user_error("scatter_add: index must be 1-D with one entry per source entry along axis ", axis, ", got ",
+               index.str(), " for source ", src.str());
+  }
+  std::vector<Dim> out;
+  for (int d = 0; d < r; ++d) {
+    if (shape[size_t(d)] < -1) user_error("scatter_add: shape sizes are -1 (the source's) or more, got ", shape[size_t(d)]);
+    out.push_back(shape[size_t(d)] == -1 ? src.shape[d] : Dim(shape[size_t(d)]));
+    if (d != axis && out.back().is_static() && src.shape[d].is_static() && src.shape[d].size > out.back().size) {
+      user_error("scatter_add: source ", src.str(), " is larger than the output in dim ", d,
+                 " (only the scattered axis ", axis, " may differ)");
+    }
+  }
+  return {src.dtype, Shape(out)};
+}
+
+Func scatter_add_algorithm(const std::vector<Func>& in, const OpCall& c) {
+  const TensorMeta& src = c.inputs[0];
+  const int r = c.output.shape.rank();
+  const int axis = normalize_axis(c.attrs.get_int("axis"), r, "scatter_add");
+  const int h = r - 1 - axis;
+  auto v = algo::vars(r);
+  const Halide::Type at = algo::halide_type(compute_dtype(c.output.dtype));
+  Func acc("scatter_add_acc");
+  acc(v) = Halide::cast(at, 0);
+  Halide::Region dom;
+  for (int j = 0; j < r; ++j) dom.push_back({Expr(0), c.extent(src.shape[r - 1 - j])});
+  Halide::RDom s(dom, "s");
+  std::vector<Expr> from, to;
+  for (int j = 0; j < r; ++j) from.push_back(s[j]);
+  to = from;
+  Expr index = c.attrs.get_bool("full") ? in[1](from) : in[1](s[h]);
+  to[size_t(h)] = checked_index("scatter_add", index, c.extent(c.output.shape[axis]), "axis " + std::to_string(axis));
+  acc(to) += Halide::cast(at, in[0](from));
+  std::vector<int64_t> extents;
+  for (int d = r - 1; d >= 0; --d) extents.push_back(c.output.shape[d].is_static() ? c.output.shape[d].size : 0);
+  // A scatter: its update must not run in parallel (two source elements may share a target).
+  c.stages->push_back({acc, /*pure_innermost=*/false, /*serial=*/true, extents});
+  Func out("scatter_add");
+  out(v) = algo::to_storage(acc(v), c.output.dtype);
+  return out;
+}
+
+Tensor scatter_add_reference(const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+  Tensor src = in[0].to_host();
+  const std::vector<int64_t> ss = src.sizes(), os = out.shape.sizes();
+  const int axis = normalize_axis(a.get_int("axis"), src.rank(), "scatter_add");
+  const bool full = a.get_bool("full");
+  std::vector<double> sv = src.to_doubles(), iv = in[1].to_host().to_doubles(), o(size_t(out.shape.numel()), 0.0);
+  const std::vector<int64_t> st = ref::strides(os);
+  for (size_t i = 0; i < sv.size(); ++i) {
+    std::vector<int64_t> idx = ref::unravel(int64_t(i), ss);
+    const int64_t to = int64_t(iv[full ? i : size_t(idx[size_t(axis)])]);
+    check_index_reference("scatter_add", to, os[size_t(axis)], "axis " + std::to_string(axis));
+    idx[size_t(axis)] = to;
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * st[d];
+    o[size_t(off)] += sv[i];
+  }
+  return from_vector(o, out.shape, out.dtype);
+}
+
 // ---- arange(start, step, count): a source --------------------------------------------------
 
 TensorMeta infer_arange(const std::vector<TensorMeta>&, const Attrs& a) {
@@ -194,6 +276,8 @@ std::vector<OpDef> index_ops() {
       make_op_def("index_select", OpKind::Injective, 2, infer_index_select, index_select_algorithm,
               index_select_reference),
       make_op_def("one_hot", OpKind::Injective, 1, infer_one_hot, one_hot_algorithm, one_hot_reference),
+      make_op_def("scatter_add", OpKind::Reduction, 2, infer_scatter_add, scatter_add_algorithm,
+                  scatter_add_reference),
       make_op_def("arange", OpKind::Source, 0, infer_arange, arange_algorithm, arange_reference),
   };
 }

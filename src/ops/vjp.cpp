@@ -316,30 +316,22 @@ std::map<std::string, VjpFn> linalg_rules() {
 
 std::map<std::string, VjpFn> index_rules() {
   std::map<std::string, VjpFn> r;
-  // index_select: g (moved so the picked axis is last) times one_hot(index) [K, n].
-  r["index_select"] = [](const VjpArgs& v) {
+  // The gradient of a pick is a scatter of g back to where it was picked from (repeated
+  // indices accumulate); entries never picked get exactly 0, whatever g holds.
+  auto scattered = [](const VjpArgs& v, bool full) {
     const Tensor &x = v.inputs[0], &index = v.inputs[1], &g = v.grad;
-    const int axis = normalize_axis(v.attrs.get_int("axis"), x.rank(), "index_select");
-    const int64_t n = x.shape()[axis].size;
-    Tensor picks = cast(one_hot(index, n), g.dtype());
-    Tensor scattered = matmul(unsqueeze(move_axis(g, axis, g.rank() - 1), -2), picks);
-    return Grads{move_axis(squeeze(scattered, -2), x.rank() - 1, axis), Tensor()};
+    std::vector<int64_t> shape;
+    for (int d = 0; d < x.rank(); ++d) shape.push_back(x.shape()[d].is_static() ? x.shape()[d].size : -1);
+    return Grads{apply_op("scatter_add", {g, index}, {{"axis", v.attrs.get_int("axis")}, {"shape", shape}, {"full", full}}),
+                 Tensor()};
   };
-  // gather: one_hot(index) [.., n] times g, summed over the gathered axis, then padded
-  // where the index is smaller than x in the other dims.
-  r["gather"] = [](const VjpArgs& v) {
-    const Tensor &x = v.inputs[0], &index = v.inputs[1], &g = v.grad;
-    const int axis = normalize_axis(v.attrs.get_int("axis"), x.rank(), "gather");
-    const int64_t n = x.shape()[axis].size;
-    Tensor spread = cast(one_hot(index, n), g.dtype()) * unsqueeze(g, -1);
-    Tensor summed = sum(spread, {axis}, /*keepdim=*/false);  // index dims without axis, + [n]
-    Tensor gx = move_axis(summed, summed.rank() - 1, axis);
-    std::vector<int64_t> pads;
-    for (int d = x.rank() - 1; d >= 0; --d) {
-      pads.push_back(0);
-      pads.push_back(x.shape()[d].size - gx.shape()[d].size);
-    }
-    return Grads{pad(gx, pads), Tensor()};
+  r["index_select"] = [scattered](const VjpArgs& v) { return scattered(v, false); };
+  r["gather"] = [scattered](const VjpArgs& v) { return scattered(v, true); };
+  // scatter_add's source: g read back where each element went.
+  r["scatter_add"] = [](const VjpArgs& v) {
+    const int64_t axis = v.attrs.get_int("axis");
+    const Tensor& index = v.inputs[1];
+    return Grads{v.attrs.get_bool("full") ? gather(v.grad, axis, index) : index_select(v.grad, axis, index), Tensor()};
   };
   return r;
 }

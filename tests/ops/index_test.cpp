@@ -53,6 +53,77 @@ TEST(IndexSelect, MatchesReferenceWithRepeatsAndSize1Dims) {
   }
 }
 
+TEST(ScatterAdd, MatchesReferenceWithRepeatedTargetsInBothIndexForms) {
+  uint64_t seed = 40;
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::I32}) {
+    for (int64_t axis : {0, 1, -1}) {
+      Shape src{6, 5, 3};
+      std::vector<int64_t> shape = {6, 5, 3};
+      const int a = int(axis < 0 ? 2 : axis);
+      shape[size_t(a)] = 4;                      // fewer targets than sources: repeats accumulate
+      if (a != 0) shape[0] = 8;                  // a larger other dim, never written
+      Tensor source = random_with_edges(src, dt, seed++, -5, 5);
+      for (bool full : {false, true}) {
+        Tensor index = full ? random_indices(src, 4, seed++) : random_indices(Shape{src[a].size}, 4, seed++, DType::I32);
+        const Attrs attrs{{"axis", axis}, {"shape", shape}, {"full", full}};
+        expect_matches_reference(
+            "scatter_add", [attrs](const std::vector<Tensor>& in) { return apply_op("scatter_add", in, attrs); },
+            {source, index}, attrs, std::string(dtype_name(dt)) + " axis " + std::to_string(axis) + (full ? " full" : ""));
+      }
+    }
+  }
+}
+
+TEST(ScatterAdd, IndexAddAndScatterAddAreTorchs) {
+  // torch.zeros(4, 2).index_add_(0, tensor([0, 3, 0]), src): rows 0 and 3 get sums, 1 and 2 stay.
+  Tensor x = from_vector(std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4}, {4, 2});
+  Tensor src = from_vector(std::vector<double>{10, 20, 30, 40, 50, 60}, {3, 2});
+  Tensor rows = from_vector(std::vector<int64_t>{0, 3, 0}, {3});
+  Tensor want = from_vector(std::vector<double>{61, 81, 2, 2, 3, 3, 34, 44}, {4, 2});
+  EXPECT_TRUE(allclose(index_add(x, 0, rows, src), want, 0, 0)) << index_add(x, 0, rows, src).str();
+  auto compiled = compile([](const Tensor& a, const Tensor& i, const Tensor& s) { return index_add(a, 0, i, s); });
+  EXPECT_TRUE(allclose(compiled(x, rows, src), want, 0, 0));
+  // torch.zeros(2, 3).scatter_add_(1, tensor([[0, 0, 2], [1, 1, 1]]), ones(2, 3)).
+  Tensor index = from_vector(std::vector<int64_t>{0, 0, 2, 1, 1, 1}, {2, 3});
+  Tensor got = scatter_add(zeros({2, 3}), 1, index, full({2, 3}, 1.0));
+  EXPECT_TRUE(allclose(got, from_vector(std::vector<double>{2, 0, 1, 0, 3, 0}, {2, 3}), 0, 0)) << got.str();
+  expect_error([&] { index_add(x, 0, from_vector(std::vector<int64_t>{0, 4, 1}, {3}), src); },
+               {"scatter_add", "4", "out of range"});
+  expect_error([&] { index_add(x, 0, rows, cast(src, DType::F64)); }, {"index_add", "source is f64 but x is f32"});
+  expect_error([&] { scatter_add(x, 1, rows, src); }, {"scatter_add", "must have the source's shape"});
+}
+
+TEST(ScatterAdd, PicksGiveExactZerosWhereNothingWasPickedWhateverTheGradientHolds) {
+  // The gradient of index_select / gather used to be a product with one_hot(index), so an
+  // inf or NaN in the upstream gradient made 0 * inf = NaN in rows never picked.
+  Tensor x = rand({5, 3}, 61, -1, 1);
+  Tensor rows = from_vector(std::vector<int64_t>{1, 3, 1}, {3});
+  Tensor c = from_vector(std::vector<double>{INFINITY, 1, 2, 3, NAN, 4, 5, 6, 7}, {3, 3});
+  auto loss = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(index_select(in[0], 0, rows) * c)}; };
+  for (bool compiled : {false, true}) {
+    SCOPED_TRACE(compiled ? "compiled" : "eager");
+    TensorFn g = grad_fn(loss, {0});
+    const Tensor gx = (compiled ? TensorFn(compile(g)) : g)({x})[0];
+    const std::vector<double> v = gx.to_doubles();
+    for (int row : {0, 2, 4}) {
+      for (int col = 0; col < 3; ++col) EXPECT_EQ(v[size_t(row * 3 + col)], 0.0) << gx.str();
+    }
+    EXPECT_EQ(v[3], INFINITY);                   // row 1 picked twice: inf + 5
+    EXPECT_EQ(v[4], 7.0);                        // 1 + 6
+    EXPECT_TRUE(std::isnan(v[10]));              // row 3: NaN
+  }
+  // gather the same way.
+  Tensor idx = from_vector(std::vector<int64_t>{4, 4, 0}, {1, 3});
+  auto gloss = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sum(gather(in[0], 0, idx) * from_vector(std::vector<double>{INFINITY, 2, 3}, {1, 3}))};
+  };
+  const std::vector<double> gg = grad_fn(gloss, {0})({x})[0].to_doubles();
+  for (size_t i = 0; i < gg.size(); ++i) {
+    const double want = i == 12 ? INFINITY : i == 13 ? 2.0 : i == 2 ? 3.0 : 0.0;
+    EXPECT_EQ(gg[i], want) << i;
+  }
+}
+
 TEST(Embedding, RowsOfTheTableForIndicesOfAnyShape) {
   Tensor weight = rand({10, 4}, 3, -1, 1);
   Tensor ids = from_vector(std::vector<int64_t>{3, 0, 9, 3, 7, 1}, {2, 3});
