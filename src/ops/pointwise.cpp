@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "ops/math/ieee.h"
+#include "ops/math/trig.h"
 #include "ops/op.h"
 
 namespace kiln {
@@ -135,9 +136,9 @@ struct UnarySpec {
 };
 
 const UnarySpec kUnary[] = {
-    {"sin", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::sin(x); }, [](double x, const Attrs&) { return std::sin(x); }, true},
-    {"cos", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::cos(x); }, [](double x, const Attrs&) { return std::cos(x); }, true},
-    {"tan", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::tan(x); }, [](double x, const Attrs&) { return std::tan(x); }, true},
+    {"sin", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::sin(x); }, [](double x, const Attrs&) { return std::sin(x); }, true},
+    {"cos", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::cos(x); }, [](double x, const Attrs&) { return std::cos(x); }, true},
+    {"tan", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::tan(x); }, [](double x, const Attrs&) { return std::tan(x); }, true},
     {"exp", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::exp(x); }, [](double x, const Attrs&) { return std::exp(x); }, true},
     {"log", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::log(x); }, [](double x, const Attrs&) { return std::log(x); }},
     {"sqrt", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::sqrt(x); }, [](double x, const Attrs&) { return std::sqrt(x); }, true},

@@ -1,0 +1,24 @@
+// sin, cos and tan of f32 as vector code (Halide's call libm once per lane on x86): an exact
+// reduction modulo pi/2 over the whole f32 range, then polynomials in f64.
+//
+// The reduction is Payne and Hanek's, written for vectors: |x| = M * 2^E (M an integer of
+// 24 bits), and (2^E * 2/pi) mod 4 comes from a table indexed by E, in four pieces of 26
+// bits each, so that every product M * piece is exact in f64; summed with their integer
+// parts taken off as they go, they give the quadrant and the reduced argument to about
+// 2^-78, which keeps its relative error tiny even for the f32 closest to a multiple of
+// pi/2. The result is within 1 ULP of the true value for every finite f32 (the test of
+// src/ops sweeps them against the f64 reference); NaN and +-inf give NaN, sin and tan keep
+// the sign of zero. sin(x) and cos(x) of one x share the reduction (Halide's CSE).
+//
+// Other types keep Halide's functions (f16 and bf16 compute in f32, so they use these).
+#pragma once
+
+#include <Halide.h>
+
+namespace kiln::math {
+
+Halide::Expr sin(const Halide::Expr& x);
+Halide::Expr cos(const Halide::Expr& x);
+Halide::Expr tan(const Halide::Expr& x);
+
+}  // namespace kiln::math
