@@ -145,7 +145,7 @@ const UnarySpec kUnary[] = {
     {"rsqrt", UnaryTypes::FloatResult,
      [](Expr x, const Attrs&) { return Halide::cast(x.type(), 1) / Halide::sqrt(x); },
      [](double x, const Attrs&) { return 1.0 / std::sqrt(x); }},
-    {"tanh", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::tanh(x); }, [](double x, const Attrs&) { return std::tanh(x); }, true},
+    {"tanh", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::tanh(x); }, [](double x, const Attrs&) { return std::tanh(x); }, true},
     {"sigmoid", UnaryTypes::FloatResult,
      [](Expr x, const Attrs&) { return math::sigmoid(x); },
      [](double x, const Attrs&) { return 1.0 / (1.0 + std::exp(-x)); }},

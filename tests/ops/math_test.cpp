@@ -180,10 +180,34 @@ TEST(VectorTrig, SinCosAndTanAreWithin2UlpOverTheWholeF32Range) {
     }
   }
   set_flush_denormals(was);
+  const std::vector<double> th = tanh(s).to_doubles();
+  EXPECT_TRUE(th[1] == 0 && std::signbit(th[1]));
+  EXPECT_EQ(th[2], 1.0);
+  EXPECT_EQ(th[3], -1.0);
+  EXPECT_TRUE(std::isnan(th[4]));
   const std::vector<double> c = cos(s).to_doubles();
   EXPECT_EQ(c[0], 1.0);
   EXPECT_EQ(c[1], 1.0);
   for (int i : {2, 3, 4}) EXPECT_TRUE(std::isnan(c[size_t(i)])) << i;
+}
+
+TEST(VectorTrig, TanhIsWithin2UlpOverTheWholeF32Range) {
+  std::vector<double> xs;
+  for (uint32_t bits = 0; bits < 0x7f800000u; bits += 509) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    xs.push_back(f);
+    xs.push_back(-f);
+  }
+  for (int i = 0; i <= 200000; ++i) xs.push_back(double(float(-12.0 + 24.0 * i / 200000)));
+  std::vector<double> want(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) want[i] = std::tanh(xs[i]);
+  Tensor x = from_vector(xs, Shape({int64_t(xs.size())}));
+  for (const auto& [name, got] : {std::pair{"eager", tanh(x)}, {"compiled", compile([](const Tensor& t) { return tanh(t); })(x)}}) {
+    const double ulps = max_ulps(got.to_doubles(), want);
+    EXPECT_LE(ulps, 2.0) << name;
+    if (std::getenv("KILN_TEST_VERBOSE")) std::printf("tanh %s: %.3f ULP\n", name, ulps);
+  }
 }
 
 // Halide's log and pow read a subnormal's empty exponent field: log(1e-40f) came out near

@@ -116,6 +116,33 @@ Expr tan(const Expr& x) {
   return finite_or_nan(x, Halide::reinterpret(x.type(), Halide::reinterpret(u, v) ^ sign));
 }
 
+Expr tanh(const Expr& x) {
+  if (!vectorized(x)) return Halide::tanh(x);
+  using Halide::cast;
+  // In f64: e = exp(2|x|) as 2^k * exp(r), |r| <= ln2 / 2 (Taylor to r^11: 3e-15 there),
+  // then (e - 1) / (e + 1), which loses at most 2^-50 / |2x| relative to cancellation:
+  // below |x| = 2^-12 the series x - x^3 / 3 is exact to f32 instead. Past |x| = 10 the
+  // f32 result is 1.
+  const Expr ax = cast<double>(Halide::min(Halide::abs(x), Halide::Internal::make_const(x.type(), 10.0)));
+  const Expr y = ax * f64(2);
+  const Expr k = Halide::round(y * f64(1.4426950408889634));
+  const Expr r = Halide::strict_float((y - k * f64(0.6931471803691238)) - k * f64(1.9082149292705877e-10));
+  Expr p = f64(1.0 / 39916800);
+  for (double c : {1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0}) {
+    p = p * r + f64(c);
+  }
+  const Expr two_k = Halide::reinterpret(Halide::Float(64, x.type().lanes()), (cast<int64_t>(k) + 1023) << 52);
+  const Expr e = p * two_k;
+  const Expr small = ax - ax * ax * ax * f64(1.0 / 3);
+  const Expr v = cast<float>(Halide::select(ax < f64(1.0 / 4096), small, Halide::strict_float((e - f64(1)) / (e + f64(1)))));
+  const Halide::Type u = Halide::UInt(32, x.type().lanes());
+  const Expr sign = Halide::reinterpret(u, x) & Halide::Internal::make_const(u, uint64_t(0x80000000u));
+  // NaN stays NaN (told by its bits: fast-math flags may fold a float test); +-inf gives +-1.
+  const Expr nan = (Halide::reinterpret(u, x) & Halide::Internal::make_const(u, uint64_t(0x7fffffffu))) >
+                   Halide::Internal::make_const(u, uint64_t(0x7f800000u));
+  return Halide::select(nan, x, Halide::reinterpret(x.type(), Halide::reinterpret(u, v) ^ sign));
+}
+
 Expr cos(const Expr& x) {
   if (!vectorized(x)) return Halide::cos(x);
   const Reduced a = reduce(x);

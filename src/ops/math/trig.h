@@ -20,5 +20,7 @@ namespace kiln::math {
 Halide::Expr sin(const Halide::Expr& x);
 Halide::Expr cos(const Halide::Expr& x);
 Halide::Expr tan(const Halide::Expr& x);
+// tanh of f32 through an f64 exp of kiln's own (vector code; Halide's calls libm per lane).
+Halide::Expr tanh(const Halide::Expr& x);
 
 }  // namespace kiln::math
