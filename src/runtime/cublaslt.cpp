@@ -231,39 +231,25 @@ extern "C" int kiln_cublaslt_matmul(halide_buffer_t* a, halide_buffer_t* b, int 
   // rounded-up loop); those points are never read.
   const int64_t n0 = std::max<int64_t>(0, out->dim[0].min), n1 = std::min<int64_t>(n, out->dim[0].min + out->dim[0].extent);
   const int64_t m0 = std::max<int64_t>(0, out->dim[1].min), m1 = std::min<int64_t>(m, out->dim[1].min + out->dim[1].extent);
-  auto batch_range = [&](const halide_buffer_t* x, int bcast, int d, int64_t* lo, int64_t* extent) {
-    if (d >= x->dimensions) return;
-    if (bcast & (1 << (d - 2))) {
-      *lo = 0, *extent = 1;
-    } else {
-      *lo = out->dim[d].min, *extent = out->dim[d].extent;
-    }
-  };
   if (is_query(a) || is_query(b)) {
-    auto set = [](halide_buffer_t* x, int d, int64_t lo, int64_t hi) {
-      x->dim[d].min = int32_t(lo);
-      x->dim[d].extent = int32_t(std::max<int64_t>(0, hi - lo));
+    // An operand's region: `lo`..`hi` of the output's rows (a) or columns (b) in the dim
+    // that holds them (1, or 0 when stored transposed), all of k in the other, and the
+    // output's batch range in each batch dim (one element where it is broadcast).
+    auto query = [&](halide_buffer_t* x, bool trans, int bcast, int64_t lo, int64_t hi, int64_t size) {
+      auto set = [x](int d, int64_t from, int64_t to) {
+        x->dim[d].min = int32_t(from);
+        x->dim[d].extent = int32_t(std::max<int64_t>(0, to - from));
+      };
+      const int64_t first = std::min<int64_t>(lo, std::max<int64_t>(0, size - 1));
+      set(trans ? 0 : 1, first, std::min<int64_t>(std::max(hi, first + 1), size));
+      set(trans ? 1 : 0, 0, k);
+      for (int d = 2; d < x->dimensions; ++d) {
+        const bool one = bcast & (1 << (d - 2));
+        set(d, one ? 0 : out->dim[d].min, one ? 1 : out->dim[d].min + out->dim[d].extent);
+      }
     };
-    const int64_t mq0 = std::min<int64_t>(m0, std::max(0, m - 1)), nq0 = std::min<int64_t>(n0, std::max(0, n - 1));
-    const int64_t mq1 = std::max(m1, mq0 + 1), nq1 = std::max(n1, nq0 + 1);
-    if (is_query(a)) {
-      set(a, ta ? 0 : 1, mq0, std::min<int64_t>(mq1, m));
-      set(a, ta ? 1 : 0, 0, k);
-      for (int d = 2; d < a->dimensions; ++d) {
-        int64_t lo = 0, e = 1;
-        batch_range(a, a_bcast, d, &lo, &e);
-        set(a, d, lo, lo + e);
-      }
-    }
-    if (is_query(b)) {
-      set(b, tb ? 1 : 0, nq0, std::min<int64_t>(nq1, n));
-      set(b, tb ? 0 : 1, 0, k);
-      for (int d = 2; d < b->dimensions; ++d) {
-        int64_t lo = 0, e = 1;
-        batch_range(b, b_bcast, d, &lo, &e);
-        set(b, d, lo, lo + e);
-      }
-    }
+    if (is_query(a)) query(a, ta, a_bcast, m0, m1, m);
+    if (is_query(b)) query(b, !tb, b_bcast, n0, n1, n);
     return 0;
   }
   if (is_query(out)) return 0;
