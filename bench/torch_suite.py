@@ -4,8 +4,9 @@ Run on a machine with PyTorch (the GPU machine has it); not run in CI:
     python3 bench/torch_suite.py --device cuda            # all workloads
     python3 bench/torch_suite.py --device cpu --filter seed
 The workloads are `kiln bench`'s (tools/cli/bench.cpp), with the same names and sizes
-(divided by 8 on a CPU); docs/benchmarks.md lists them. --bf16 adds bf16 variants of the
-MLP and attention on the GPU, which kiln bench does not have.
+(divided by 8 on a CPU); docs/benchmarks.md lists them. --bf16 adds the GPU rows that
+kiln bench --target host-cuda has in bf16: the MLP, attention, and the train step under
+bf16 autocast.
 Prints one JSON object per line and implementation, in the format of `kiln bench`:
     {"name": ..., "impl": "torch-eager" | "torch-compile", "target": ..., "ms": ..., "GBps"|"TFLOPs": ...}
 Times are medians of --reps runs after warm-up (CUDA events on the GPU, wall clock on the CPU).
@@ -20,7 +21,7 @@ p.add_argument("--device", default="cuda")
 p.add_argument("--filter", default="")
 p.add_argument("--reps", type=int, default=30)
 p.add_argument("--no-compile", action="store_true")
-p.add_argument("--bf16", action="store_true", help="also the bf16 MLP and attention (GPU only; not in kiln bench)")
+p.add_argument("--bf16", action="store_true", help="also the bf16 MLP, attention and autocast train step (GPU only)")
 args = p.parse_args()
 dev = args.device
 gpu = dev.startswith("cuda")
@@ -129,4 +130,9 @@ def train_step(x, y):
 
 
 run(f"mlp_train_step_f32_{M}x{K}x{H}", train_step, (xm, yt), flops=12 * M * K * H)
+if gpu and args.bf16:
+    def train_step_autocast(x, y):
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            return train_step(x, y)
+    run(f"mlp_train_step_bf16_autocast_{M}x{K}x{H}", train_step_autocast, (xm, yt), flops=12 * M * K * H)
 print(json.dumps({"torch": torch.__version__, "target": target}))

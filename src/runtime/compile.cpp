@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "graph/interpreter.h"
+#include "graph/passes/autocast.h"
 #include "graph/passes/passes.h"
 #include "graph/tracer.h"
 #include "lower/kernel.h"
@@ -145,7 +146,7 @@ Graph trace(const TracedFn& fn, const std::vector<Tensor>& example_inputs,
     }
     g.set_outputs(ids);
   }
-  return run_graph_passes(g);
+  return run_graph_passes(autocast(g, options.autocast));
 }
 
 Backend halide_backend(const std::string& target, const std::string& name) {

@@ -53,6 +53,10 @@ struct CompileOptions {
   std::vector<std::string> input_names;
   // A name for logs.
   std::string name = "fn";
+  // Mixed precision, PyTorch's autocast rules (graph/passes/autocast.h): "bf16" or "f16"
+  // runs contractions in that type (f32 accumulation) and reductions, softmax and norms
+  // in f32; inputs and outputs keep their types (f32 master weights). "" (default): off.
+  std::string autocast;
 };
 
 // kiln's own backend for a target, with a scheduler named as in CompileOptions::scheduler
