@@ -307,6 +307,22 @@ TEST(Cast, BetweenAllDtypes) {
 
 // NaN is true, as in C++ and PyTorch; -0 is false (kiln_fuzz: cast(NaN, bool) was false,
 // Halide's float != is ordered).
+// A NaN or inf computed in f32 and stored as f16 or bf16 by a fused op (ceil, floor) is
+// still true: the compiled test read the value widened back to f32 and got zero
+// (kiln_fuzz, an f16 ceil cast to bool).
+TEST(Cast, ComputedHalfNaNAndInfAreTrue) {
+  for (DType t : {DType::F16, DType::BF16}) {
+    Tensor x = from_vector(std::vector<double>{NAN, 1.5, 0.0, -0.4, INFINITY}, {5}, t);
+    for (auto op : {+[](const Tensor& a) { return ceil(a); }, +[](const Tensor& a) { return floor(a); }}) {
+      auto f = [op](const Tensor& a) { return cast(op(a), DType::Bool); };
+      const std::vector<double> eager = f(x).to_doubles(), compiled = compile(f)(x).to_doubles();
+      EXPECT_EQ(eager, compiled) << dtype_name(t);
+      EXPECT_EQ(compiled[0], 1.0) << dtype_name(t);
+      EXPECT_EQ(compiled[4], 1.0) << dtype_name(t);
+    }
+  }
+}
+
 TEST(Cast, NaNIsTrue) {
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
     Tensor x = from_vector(std::vector<double>{NAN, -0.0, 0.0, -INFINITY, 0.5}, {5}, t);
