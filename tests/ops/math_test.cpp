@@ -211,6 +211,38 @@ TEST(VectorTrig, TanhIsWithin2UlpOverTheWholeF32Range) {
   }
 }
 
+// exp of x between the subnormal threshold and ln(FLT_MIN) is a subnormal (with IEEE
+// subnormals; zero where kiln flushes them): Halide's exp gave 0, so softplus(-95) then
+// rsqrt made inf (kiln_fuzz --seed 3100).
+TEST(IeeeMath, ExpGivesSubnormalsBelowTheNormalRange) {
+  const bool was = flush_denormals();
+  Tensor x = from_vector(std::vector<double>{-88.0, -95.0, -100.0, -103.0, -87.0}, Shape({5}));
+  auto f = [](const Tensor& t) { return exp(t); };
+  for (bool flush : {false, true}) {
+    set_flush_denormals(flush);
+    for (const Tensor& r : {exp(x), compile(f)(x)}) {
+      const std::vector<double> got = r.to_doubles();
+      for (size_t i = 0; i < got.size(); ++i) {
+        const float want = std::exp(float(x.to_doubles()[i]));
+        const bool sub = std::fabs(want) < std::numeric_limits<float>::min();
+        if (flush && sub) {
+          EXPECT_EQ(got[i], 0.0) << i;
+        } else {
+          EXPECT_NEAR(got[i], want, 1e-5 * want + 2 * std::numeric_limits<float>::denorm_min()) << i << (flush ? " flushed" : "");
+        }
+      }
+    }
+  }
+  // sigmoid(-95) likewise, and softplus then rsqrt's gradient through it, -inf not NaN.
+  set_flush_denormals(false);
+  const std::vector<double> s = sigmoid(x).to_doubles();
+  EXPECT_NEAR(s[1], std::exp(-95.0), 2 * std::numeric_limits<float>::denorm_min());
+  auto chain = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(rsqrt(softplus(in[0])))}; };
+  const Tensor g = grad_fn(chain, {0})({from_vector(std::vector<double>{-95.0}, Shape({1}))})[0];
+  EXPECT_EQ(g.to_doubles()[0], -INFINITY) << g.str();
+  set_flush_denormals(was);
+}
+
 // Halide's log and pow read a subnormal's empty exponent field: log(1e-40f) came out near
 // -88 and pow(1e-40f, -1) finite, so pow's gradient at such a base was finite where PyTorch
 // gives inf (kiln_fuzz --seed 3001).

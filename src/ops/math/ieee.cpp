@@ -48,9 +48,15 @@ Expr sign_bit(const Expr& x) {
 
 Expr exp(const Expr& x) {
   const Halide::Type t = x.type();
+  // Below the smallest normal result Halide's exp would build 2^k in an exponent field that
+  // cannot hold it (exp(-95.0f) came out 0, not 5.5e-42): exp(x + 64 ln2) * 2^-64 instead,
+  // which rounds into the subnormals as IEEE does (and to zero where kiln flushes them).
+  const double normal_limit = t.bits() == 64 ? -708.3964185322641 : -87.33654475055310898657;
+  const Expr subnormal = Halide::strict_float(Halide::exp(x + constant(t, 64 * 0.6931471805599453)) *
+                                              constant(t, std::ldexp(1.0, -64)));
   Expr y = Halide::select(Halide::strict_float(x > constant(t, overflow_threshold(t))), infinity(t),
                           Halide::strict_float(x < constant(t, underflow_threshold(t))), constant(t, 0),
-                          Halide::exp(x));
+                          Halide::strict_float(x < constant(t, normal_limit)), subnormal, Halide::exp(x));
   return algo::propagate_nan(x, y);
 }
 
@@ -112,7 +118,11 @@ Expr erf_f64(const Expr& x) {
 
 Expr sigmoid(const Expr& x) {
   const Halide::Type t = x.type();
-  return constant(t, 1) / (constant(t, 1) + kiln::math::exp(-x));
+  // From e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below, so that a large
+  // negative x gives its tiny (subnormal) value, not 1 / (1 + inf) = 0.
+  const Expr e = kiln::math::exp(-Halide::abs(x));
+  const Expr one = constant(t, 1);
+  return Halide::select(sign_bit(x), e, one) / (one + e);
 }
 
 Expr pow(const Expr& x, const Expr& y) {
