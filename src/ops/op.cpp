@@ -188,35 +188,45 @@ Halide::Expr to_storage(const Halide::Expr& e, DType storage) {
   return e.type() == halide_type(storage) ? e : Halide::cast(halide_type(storage), e);
 }
 
+Halide::Expr classified(const Halide::Expr& x) {
+  const auto* c = x.as<Halide::Internal::Cast>();
+  if (c && c->value.type().is_float() && c->value.type().bits() < x.type().bits()) return classified(c->value);
+  return x;
+}
+
 namespace {
-// The bits of x as an unsigned integer, and the bit pattern of +inf in x's type.
-std::pair<Halide::Expr, Halide::Expr> float_bits(const Halide::Expr& x) {
+struct FloatBits {
+  Halide::Expr bits;      // the value's bits as an unsigned integer
+  Halide::Expr inf;       // +inf's bits in its type
+  Halide::Expr abs_mask;  // every bit but the sign
+};
+FloatBits float_bits(const Halide::Expr& wide) {
+  const Halide::Expr x = classified(wide);
   const int bits = x.type().bits();
   Halide::Type ut = Halide::UInt(bits, x.type().lanes());
   uint64_t inf = bits == 64 ? 0x7ff0000000000000ull : bits == 32 ? 0x7f800000ull : 0x7c00ull;
   if (x.type().is_bfloat()) inf = 0x7f80ull;
-  return {Halide::reinterpret(ut, x), Halide::Internal::make_const(ut, inf)};
+  return {Halide::reinterpret(ut, x), Halide::Internal::make_const(ut, inf),
+          Halide::Internal::make_const(ut, (uint64_t(1) << (bits - 1)) - 1)};
 }
 }  // namespace
 
 Halide::Expr is_nan(const Halide::Expr& x) {
   if (!x.type().is_float()) return Halide::cast(Halide::Bool(x.type().lanes()), false);
-  auto [u, inf] = float_bits(x);
-  uint64_t abs_mask = (uint64_t(1) << (x.type().bits() - 1)) - 1;
-  return (u & Halide::Internal::make_const(u.type(), abs_mask)) > inf;
+  const FloatBits f = float_bits(x);
+  return (f.bits & f.abs_mask) > f.inf;
 }
 
 Halide::Expr nonzero(const Halide::Expr& x) {
   if (!x.type().is_float()) return x != Halide::Internal::make_zero(x.type());
-  auto [u, inf] = float_bits(x);
-  uint64_t abs_mask = (uint64_t(1) << (x.type().bits() - 1)) - 1;
-  return (u & Halide::Internal::make_const(u.type(), abs_mask)) != Halide::Internal::make_zero(u.type());
+  const FloatBits f = float_bits(x);
+  return (f.bits & f.abs_mask) != Halide::Internal::make_zero(f.bits.type());
 }
 
 Halide::Expr is_pos_inf(const Halide::Expr& x) {
   if (!x.type().is_float()) return Halide::cast(Halide::Bool(x.type().lanes()), false);
-  auto [u, inf] = float_bits(x);
-  return u == inf;
+  const FloatBits f = float_bits(x);
+  return f.bits == f.inf;
 }
 
 Halide::Expr require(const Halide::Expr& condition, const Halide::Expr& value,

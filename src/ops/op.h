@@ -161,6 +161,10 @@ Halide::Expr constant(Halide::Type t, double v);
 Halide::Expr to_compute(const Halide::Expr& e, DType storage);
 Halide::Expr to_storage(const Halide::Expr& e, DType storage);
 // NaN test on the bit pattern: immune to the fast-math flags Halide compiles floats with.
+// The value a classification (is_nan, nonzero, is_inf...) reads: x, or the f16/bf16 value
+// that x widens. LLVM folds bit tests of a float widened from 16 bits under the fast-math
+// flags Halide sets (an inf or NaN came out zero in scalar loops), so they read the 16 bits.
+Halide::Expr classified(const Halide::Expr& x);
 Halide::Expr is_nan(const Halide::Expr& x);
 Halide::Expr is_pos_inf(const Halide::Expr& x);
 // x's truth, as C++ and PyTorch: anything but +-0, NaN included (on the bits: Halide's

@@ -103,10 +103,7 @@ OpDef cast_op() {
     Halide::Type ct = algo::halide_type(compute_dtype(c.output.dtype));
     Func f("cast");
     if (c.output.dtype == DType::Bool) {
-      // A 16-bit float is tested on its own bits: widened first, a NaN or inf computed in
-      // f32 and stored as f16 (a fused ceil's) came out zero.
-      const bool half = c.inputs[0].dtype == DType::F16 || c.inputs[0].dtype == DType::BF16;
-      f(v) = algo::nonzero(half ? in[0](v) : x);
+      f(v) = algo::nonzero(x);
     } else if (c.inputs[0].dtype == DType::Bool) {
       // A select, not a cast: Halide 21 rewrites float(bool) * 0.5 into integer intrinsics
       // with a half-precision constant, which its code generator then rejects.

@@ -308,17 +308,24 @@ TEST(Cast, BetweenAllDtypes) {
 // NaN is true, as in C++ and PyTorch; -0 is false (kiln_fuzz: cast(NaN, bool) was false,
 // Halide's float != is ordered).
 // A NaN or inf computed in f32 and stored as f16 or bf16 by a fused op (ceil, floor) is
-// still true: the compiled test read the value widened back to f32 and got zero
-// (kiln_fuzz, an f16 ceil cast to bool).
+// still true, and still NaN or inf to the ops that test it: the compiled tests read the
+// value widened back to f32, whose bit test LLVM folded to zero (kiln_fuzz: an f16 ceil
+// cast to bool; logical_and of an f16 adaptive_avg_pool2d's inf).
 TEST(Cast, ComputedHalfNaNAndInfAreTrue) {
   for (DType t : {DType::F16, DType::BF16}) {
     Tensor x = from_vector(std::vector<double>{NAN, 1.5, 0.0, -0.4, INFINITY}, {5}, t);
     for (auto op : {+[](const Tensor& a) { return ceil(a); }, +[](const Tensor& a) { return floor(a); }}) {
-      auto f = [op](const Tensor& a) { return cast(op(a), DType::Bool); };
-      const std::vector<double> eager = f(x).to_doubles(), compiled = compile(f)(x).to_doubles();
-      EXPECT_EQ(eager, compiled) << dtype_name(t);
-      EXPECT_EQ(compiled[0], 1.0) << dtype_name(t);
-      EXPECT_EQ(compiled[4], 1.0) << dtype_name(t);
+      auto f = [op](const Tensor& a) {
+        const Tensor y = op(a);
+        return std::vector<Tensor>{cast(y, DType::Bool), logical_and(y, y), logical_not(y), ne(y, y)};
+      };
+      const std::vector<Tensor> eager = f(x), compiled = compile(f)(x);
+      for (size_t k = 0; k < eager.size(); ++k) {
+        const std::vector<double> e = eager[k].to_doubles(), c = compiled[k].to_doubles();
+        EXPECT_EQ(e, c) << dtype_name(t) << " output " << k;
+        EXPECT_EQ(c[0], k == 2 ? 0.0 : 1.0) << dtype_name(t) << " output " << k;  // NaN: true, and NaN != NaN
+        EXPECT_EQ(c[4], k == 2 || k == 3 ? 0.0 : 1.0) << dtype_name(t) << " output " << k;
+      }
     }
   }
 }

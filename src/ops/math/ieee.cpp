@@ -40,10 +40,17 @@ Expr inf_bits(const Halide::Type& t) {
 
 Expr infinity(Halide::Type t) { return constant(t, std::numeric_limits<double>::infinity()); }
 Expr quiet_nan(Halide::Type t) { return constant(t, std::numeric_limits<double>::quiet_NaN()); }
-Expr is_inf(const Expr& x) { return abs_bits(x) == inf_bits(x.type()); }
-Expr is_finite(const Expr& x) { return abs_bits(x) < inf_bits(x.type()); }
+Expr is_inf(const Expr& x) {
+  const Expr n = algo::classified(x);
+  return abs_bits(n) == inf_bits(n.type());
+}
+Expr is_finite(const Expr& x) {
+  const Expr n = algo::classified(x);
+  return abs_bits(n) < inf_bits(n.type());
+}
 Expr sign_bit(const Expr& x) {
-  return Halide::reinterpret(Halide::Int(x.type().bits(), x.type().lanes()), x) < 0;
+  const Expr n = algo::classified(x);
+  return Halide::reinterpret(Halide::Int(n.type().bits(), n.type().lanes()), n) < 0;
 }
 
 Expr exp(const Expr& x) {
