@@ -532,14 +532,29 @@ TEST(Tuning, EveryRankedCandidateApplies) {
   }
 }
 
-// A loop making per-lane libm calls (the seed's sin and cos) gets half the width of an
-// AVX-512 vector as a runner-up, predicted the same (the cost model cannot tell them
-// apart; on a 2-core AVX-512 Xeon 8 lanes ran 9% faster than 16), for kiln tune to time;
-// the knob is applied, round-trips and is checked.
+// The seed expression written with Halide's own sin and cos, which call libm once per lane
+// on x86 (kiln's f32 sin and cos are vector code now, ops/math/trig.h): `in` and `out`.
+struct LibmPipeline {
+  Halide::ImageParam in{Halide::Float(32), 1, "in"};
+  Halide::Pipeline pipeline;
+  LibmPipeline() {
+    Halide::Var d0("d0");
+    Halide::Func out("out");
+    out(d0) = Halide::exp(Halide::sin(in(d0))) + Halide::log(Halide::abs(Halide::cos(in(d0))));
+    in.dim(0).set_estimate(0, 1 << 23);
+    out.set_estimate(d0, 0, 1 << 23);
+    pipeline = Halide::Pipeline(out);
+  }
+};
+
+// A loop making per-lane libm calls gets half the width of an AVX-512 vector as a
+// runner-up, predicted the same (the cost model cannot tell them apart; on a 2-core
+// AVX-512 Xeon 8 lanes ran 9% faster than 16), for kiln tune to time; the knob is
+// applied, round-trips and is checked.
 TEST(Tuning, PerLaneLibmLoopsOfferHalfTheVectorWidth) {
   const Halide::Target avx512("x86-64-linux-avx-avx2-f16c-fma-sse41-avx512-avx512_skylake");
   const as::MachineModel m = as::machine_for(avx512, {{"parallelism", "2"}});
-  const as::SearchResult r = as::schedule_pipeline(fresh("seed"), avx512, m);
+  const as::SearchResult r = as::schedule_pipeline(LibmPipeline().pipeline, avx512, m);
   ASSERT_EQ(r.knobs.lanes.size(), 1u) << r.knobs.str();
   EXPECT_EQ(r.knobs.lanes.at("out"), 16);
   EXPECT_NE(r.source.find("split(d0, v, l, 16,"), std::string::npos) << r.source;
@@ -549,14 +564,14 @@ TEST(Tuning, PerLaneLibmLoopsOfferHalfTheVectorWidth) {
   }
   EXPECT_TRUE(half) << "no 8-lane runner-up at the same prediction";
   bool ranked = false;
-  for (const as::Candidate& c : as::ranked_candidates(fresh("seed"), avx512, m, 8)) {
+  for (const as::Candidate& c : as::ranked_candidates(LibmPipeline().pipeline, avx512, m, 8)) {
     ranked |= c.knobs.lanes.count("out") && c.knobs.lanes.at("out") == 8;
   }
   EXPECT_TRUE(ranked);
 
   as::Knobs eight = r.knobs;
   eight.lanes["out"] = 8;
-  const as::SearchResult e = as::schedule_pipeline(fresh("seed"), avx512, m, &eight);
+  const as::SearchResult e = as::schedule_pipeline(LibmPipeline().pipeline, avx512, m, &eight);
   EXPECT_TRUE(e.knobs == eight) << e.knobs.str();
   EXPECT_NE(e.source.find("split(d0, v, l, 8,"), std::string::npos) << e.source;
   EXPECT_EQ(e.source.find("split(d0, v, l, 16,"), std::string::npos) << e.source;
@@ -564,42 +579,39 @@ TEST(Tuning, PerLaneLibmLoopsOfferHalfTheVectorWidth) {
   // Vector code only (softmax's exp is a polynomial), or a 256-bit target: no knob.
   EXPECT_TRUE(as::schedule_pipeline(fresh("softmax"), avx512, m).knobs.lanes.empty());
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
-  EXPECT_TRUE(as::schedule_pipeline(fresh("seed"), avx2, as::machine_for(avx2, {{"parallelism", "2"}})).knobs.lanes.empty());
+  EXPECT_TRUE(as::schedule_pipeline(LibmPipeline().pipeline, avx2, as::machine_for(avx2, {{"parallelism", "2"}})).knobs.lanes.empty());
 
   as::Knobs odd;
   odd.lanes["out"] = 12;
-  EXPECT_NE(error_of(fresh("seed"), avx512, m, odd).find("can be 16 or 8"), std::string::npos)
-      << error_of(fresh("seed"), avx512, m, odd);
+  EXPECT_NE(error_of(LibmPipeline().pipeline, avx512, m, odd).find("can be 16 or 8"), std::string::npos)
+      << error_of(LibmPipeline().pipeline, avx512, m, odd);
   as::Knobs stale;
   stale.lanes["no_such_func"] = 8;
-  EXPECT_NE(error_of(fresh("seed"), avx512, m, stale).find("no_such_func is not an output"), std::string::npos)
-      << error_of(fresh("seed"), avx512, m, stale);
+  EXPECT_NE(error_of(LibmPipeline().pipeline, avx512, m, stale).find("no_such_func is not an output"), std::string::npos)
+      << error_of(LibmPipeline().pipeline, avx512, m, stale);
 }
 
-// The 8-lane seed computes what the default schedule does (where this machine runs
-// AVX-512 code; elsewhere the knob is not offered, and the test says so).
+// The 8-lane libm loop computes what the search's own 16-lane choice does (where this
+// machine runs AVX-512 code; elsewhere the knob is not offered, and the test says so).
 TEST(Tuning, HalfWidthLibmLoopsComputeTheSameResults) {
   const Halide::Target t = Halide::get_jit_target_from_environment();
   if (t.natural_vector_size<float>() < 16) GTEST_SKIP() << "this machine's vectors hold fewer than 16 floats";
   const as::MachineModel m = machine();
   auto run = [&](const as::Knobs* knobs) {
-    kk::DirectKernel k = kk::build_direct(kk::make_spec("seed"));
-    if (knobs) {
-      as::schedule_pipeline(k.lowered.pipeline(), t, m, knobs);
-    } else {
-      kk::apply_named_schedule("default", "kiln_seed", k.lowered, t);
-    }
+    LibmPipeline p;
+    as::schedule_pipeline(p.pipeline, t, m, knobs);
     Halide::Buffer<float> x(100003);  // a tail past the last whole vector and task
     for (int i = 0; i < x.width(); ++i) x(i) = -20.0f + 40.0f * float(i) / float(x.width());
-    k.params[0].set(x);
+    p.in.set(x);
     Halide::Buffer<float> out(x.width());
-    k.lowered.pipeline().realize(out, t);
+    p.pipeline.realize(out, t);
     return out;
   };
-  as::Knobs eight = as::schedule_pipeline(fresh("seed"), t, m).knobs;
-  ASSERT_TRUE(eight.lanes.count("out")) << eight.str();
+  const as::Knobs chosen = as::schedule_pipeline(LibmPipeline().pipeline, t, m).knobs;
+  ASSERT_TRUE(chosen.lanes.count("out")) << chosen.str();
+  as::Knobs eight = chosen;
   eight.lanes["out"] = 8;
-  const Halide::Buffer<float> got = run(&eight), want = run(nullptr);
+  const Halide::Buffer<float> got = run(&eight), want = run(&chosen);
   for (int i = 0; i < got.width(); ++i) ASSERT_EQ(got(i), want(i)) << "x[" << i << "]";
 }
 
