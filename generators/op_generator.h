@@ -17,6 +17,7 @@
 #include <Halide.h>
 
 #include "kernel_spec.h"
+#include "lower/bf16_bits.h"
 
 namespace kiln::kernels {
 
@@ -57,6 +58,7 @@ class OpGenerator : public Halide::Generator<T> {
       extents.push_back(e);
     }
     lowered_ = lower_spec(spec_, funcs, extents, *out_);
+    lower_bf16_casts_for(this->get_target(), {*out_});
   }
 
   void schedule() {

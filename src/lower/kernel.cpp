@@ -1,5 +1,7 @@
 #include "lower/kernel.h"
 
+#include "lower/bf16_bits.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include "core/log.h"
 #include "core/memory.h"
 #include "graph/interpreter.h"
+#include "lower/bf16_bits.h"
 #include "lower/default_schedule.h"
 #include "ops/op.h"
 #include "lower/target.h"
@@ -66,6 +69,7 @@ LoweredGraph lower_and_schedule(const Graph& graph, const Halide::Target& target
     options.vendor_kernels = vendor_kernels && target.has_feature(Halide::Target::CUDA);
     options.target = target;
     LoweredGraph lowered = lower_to_halide(graph, nullptr, options);
+    lower_bf16_casts_for(target, lowered.outputs);
     (schedule ? schedule : ScheduleFn(apply_default_schedule))(lowered, target);
     return lowered;
   });

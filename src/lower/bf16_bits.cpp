@@ -1,0 +1,91 @@
+#include "lower/bf16_bits.h"
+
+namespace kiln {
+
+using Halide::Expr;
+using Halide::Type;
+
+namespace {
+
+Type u16(int lanes) { return Halide::UInt(16, lanes); }
+Type u32(int lanes) { return Halide::UInt(32, lanes); }
+Type u64(int lanes) { return Halide::UInt(64, lanes); }
+Expr k32(uint64_t v) { return Halide::Internal::make_const(Halide::UInt(32), v); }
+Expr k64(uint64_t v) { return Halide::Internal::make_const(Halide::UInt(64), v); }
+
+// f64 -> f32 rounded to odd: the f32 toward zero, its last bit set where inexact. Rounding
+// that once more to bf16 (8 fewer bits) gives the f64's own nearest bf16, not a double
+// rounding's.
+Expr f64_to_f32_round_to_odd(const Expr& d) {
+  const int l = d.type().lanes();
+  const Expr f = Halide::cast(Halide::Float(32, l), d);
+  const Expr back = Halide::cast(Halide::Float(64, l), f);
+  const Expr mask = k64(0x7fffffffffffffffull);
+  const Expr d_mag = Halide::reinterpret(u64(l), d) & mask, f_mag = Halide::reinterpret(u64(l), back) & mask;
+  Expr bits = Halide::reinterpret(u32(l), f);
+  // Bits, not float compares: LLVM's fast-math flags may assume no NaN or inf.
+  const Expr inexact = d_mag != f_mag;
+  bits = Halide::select(inexact && f_mag > d_mag, bits - k32(1), bits);
+  bits = Halide::select(inexact, bits | k32(1), bits);
+  return Halide::reinterpret(Halide::Float(32, l), bits);
+}
+
+Expr to_f32_for_bf16(const Expr& v) {
+  const Type t = v.type();
+  const int l = t.lanes();
+  if (t.is_float() && t.bits() == 32) return v;
+  if (t.is_float() && t.bits() == 64) return f64_to_f32_round_to_odd(v);
+  if (t.is_float()) return Halide::cast(Halide::Float(32, l), v);  // f16: exact
+  if (t.is_bool()) return Halide::select(v, Halide::cast(Halide::Float(32, l), 1.0f), Halide::cast(Halide::Float(32, l), 0.0f));
+  if (t.bits() <= 16) return Halide::cast(Halide::Float(32, l), v);  // exact
+  return f64_to_f32_round_to_odd(Halide::cast(Halide::Float(64, l), v));
+}
+
+class Bf16Casts : public Halide::Internal::IRMutator {
+  using IRMutator::visit;
+
+  Expr visit(const Halide::Internal::Cast* op) override {
+    const Expr value = mutate(op->value);
+    const Type to = op->type, from = value.type();
+    if (from.is_bfloat() && to.is_bfloat()) return value;
+    if (from.is_bfloat()) {
+      const Expr f = bf16_bits_to_f32(value);
+      return to == f.type() ? f : Halide::cast(to, f);
+    }
+    if (to.is_bfloat()) return f32_to_bf16_bits(to_f32_for_bf16(value));
+    return value.same_as(op->value) ? Expr(op) : Halide::Internal::Cast::make(to, value);
+  }
+};
+
+}  // namespace
+
+Expr bf16_bits_to_f32(const Expr& x) {
+  const int l = x.type().lanes();
+  return Halide::reinterpret(Halide::Float(32, l), Halide::cast(u32(l), Halide::reinterpret(u16(l), x)) << k32(16));
+}
+
+Expr f32_to_bf16_bits(const Expr& x) {
+  const int l = x.type().lanes();
+  const Expr u = Halide::reinterpret(u32(l), x);
+  const Expr is_nan = (u & k32(0x7fffffff)) > k32(0x7f800000);
+  const Expr rounded = (u + k32(0x7fff) + ((u >> k32(16)) & k32(1))) >> k32(16);
+  const Expr bits = Halide::select(is_nan, (u >> k32(16)) | k32(0x40), rounded);
+  return Halide::reinterpret(Halide::BFloat(16, l), Halide::cast(u16(l), bits));
+}
+
+void lower_bf16_casts(const std::vector<Halide::Func>& outputs) {
+  std::vector<Halide::Internal::Function> roots;
+  for (const Halide::Func& f : outputs) roots.push_back(f.function());
+  Bf16Casts m;
+  for (auto& [name, fn] : Halide::Internal::build_environment(roots)) {
+    (void)name;
+    Halide::Internal::Function copy = fn;
+    copy.mutate(&m);
+  }
+}
+
+void lower_bf16_casts_for(const Halide::Target& target, const std::vector<Halide::Func>& outputs) {
+  if (target.has_feature(Halide::Target::CUDA)) lower_bf16_casts(outputs);
+}
+
+}  // namespace kiln
