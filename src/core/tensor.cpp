@@ -45,6 +45,18 @@ Tensor generate(const Shape& shape, DType dtype, Fn value_at) {
   return t;
 }
 
+// A dense copy of `src`'s host data, in kiln's layout (the innermost dim contiguous).
+// Buffer::copy() keeps the source's order of strides, and an empty tensor's strides have
+// no order: a [3, 0] tensor's copy came back with the size-3 dim innermost.
+Halide::Runtime::Buffer<void> dense_copy(const Halide::Runtime::Buffer<void>& src) {
+  std::vector<int> sizes(size_t(src.dimensions()));
+  for (int d = 0; d < src.dimensions(); ++d) sizes[size_t(d)] = src.dim(d).extent();
+  Halide::Runtime::Buffer<void> out(src.type(), nullptr, sizes);
+  out.allocate(detail::tracked_malloc, detail::tracked_free);
+  if (out.number_of_elements() > 0) out.copy_from(src);
+  return out;
+}
+
 }  // namespace
 
 Tensor::Tensor(DType dtype, const std::vector<int64_t>& sizes) {
@@ -117,7 +129,7 @@ Tensor Tensor::to_host() const {
   if (!impl_->device.is_cuda()) return *this;
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = impl_->meta;
-  impl->buffer = buf.copy(detail::tracked_malloc, detail::tracked_free);
+  impl->buffer = dense_copy(buf);
   return Tensor(std::move(impl));
 }
 
@@ -139,7 +151,7 @@ Tensor Tensor::clone() const {
   Tensor host = to_host();
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = impl_->meta;
-  impl->buffer = host.impl_->buffer.copy(detail::tracked_malloc, detail::tracked_free);
+  impl->buffer = dense_copy(host.impl_->buffer);
   Tensor copy(std::move(impl));
   return impl_->device.is_cuda() ? copy.to(impl_->device) : copy;
 }

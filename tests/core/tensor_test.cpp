@@ -101,6 +101,20 @@ TEST(Tensor, CudaWithoutGpuIsAnError) {
   EXPECT_THROW(zeros({3}).to(Device::cuda()), Error);
 }
 
+TEST(Tensor, CopiesOfEmptyTensorsKeepKilnsLayout) {
+  // A compiled kernel requires the innermost dim to be contiguous; Halide's Buffer::copy
+  // of a [3, 0] buffer put its size-3 dim innermost, and the GPU tests' .to(cuda) of an
+  // empty operand failed with "x0.stride.0 (3) == 1".
+  for (const Shape& s : {Shape({3, 0}), Shape({0, 4}), Shape({2, 0, 5})}) {
+    Tensor c = zeros(s).clone();
+    EXPECT_EQ(c.shape(), s);
+    EXPECT_EQ(c.buffer().dim(0).stride(), 1) << s.str();
+  }
+  auto mm = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; };
+  std::vector<Tensor> out = compile(mm)({zeros({3, 0}).clone(), zeros({0, 4}).clone()});
+  EXPECT_TRUE(allclose(out[0], zeros({3, 4})));
+}
+
 TEST(Tensor, UndefinedTensorIsAnError) {
   Tensor t;
   EXPECT_FALSE(t.defined());
