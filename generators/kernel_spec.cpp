@@ -101,7 +101,8 @@ TensorMeta output_at_estimates(const KernelSpec& spec) {
 }
 
 LoweredGraph lower_spec(const KernelSpec& spec, const std::vector<Halide::Func>& inputs,
-                        const std::vector<std::vector<Halide::Expr>>& extents, Halide::Func out) {
+                        const std::vector<std::vector<Halide::Expr>>& extents, Halide::Func out,
+                        const Halide::Target& target) {
   Graph graph = trace_spec(spec);
   KILN_CHECK(graph.outputs().size() == 1, spec.generator, " must have one output");
   // Each symbol's size is the extent of the first input dim that carries it.
@@ -112,7 +113,9 @@ LoweredGraph lower_spec(const KernelSpec& spec, const std::vector<Halide::Func>&
       if (!shape[d].is_static()) external.symbol_extents.emplace(shape[d].sym, extents[k][size_t(d)]);
     }
   }
-  LoweredGraph lowered = lower_to_halide(graph, &external);
+  LowerOptions options;
+  options.target = target;
+  LoweredGraph lowered = lower_to_halide(graph, &external, options);
   std::vector<Halide::Var> v = lowered.outputs[0].args();
   out(v) = lowered.outputs[0](v);
   lowered.outputs = {out};

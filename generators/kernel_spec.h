@@ -82,9 +82,11 @@ TensorMeta output_at_estimates(const KernelSpec& spec);
 
 // Lowers the spec over `inputs` (one Func per spec input, e.g. a generator's Input
 // buffers, zero-based) whose dims have `extents` (kiln order). The result's one output
-// is `out`, which is defined here: a generator's Output, or a fresh Func("out").
+// is `out`, which is defined here: a generator's Output, or a fresh Func("out"). The
+// target decides the ops' math (a GPU's own sin, say); the default is the host.
 LoweredGraph lower_spec(const KernelSpec& spec, const std::vector<Halide::Func>& inputs,
-                        const std::vector<std::vector<Halide::Expr>>& extents, Halide::Func out);
+                        const std::vector<std::vector<Halide::Expr>>& extents, Halide::Func out,
+                        const Halide::Target& target = Halide::get_host_target());
 
 // Applies a schedule by name: "manual" (the spec's file under schedules/ for the target),
 // or "default" (kiln's rules). Estimates must already be set.

@@ -57,7 +57,7 @@ class OpGenerator : public Halide::Generator<T> {
       funcs.push_back(*inputs_[k]);
       extents.push_back(e);
     }
-    lowered_ = lower_spec(spec_, funcs, extents, *out_);
+    lowered_ = lower_spec(spec_, funcs, extents, *out_, this->get_target());
     lower_bf16_casts_for(this->get_target(), {*out_});
   }
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "lower/vendor_matmul.h"
+#include "ops/math/trig.h"
 
 namespace kiln {
 
@@ -126,6 +127,7 @@ void find_epilogue_hosts(const Graph& graph, const std::map<int, Halide::Func>& 
 }  // namespace
 
 LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external, const LowerOptions& options) {
+  const math::ScopedGpuMath gpu_math(options.target.has_gpu_feature());
   LoweredGraph out;
   std::map<int, Halide::ImageParam> params;   // by placeholder node id
   std::map<int, Halide::Buffer<>> constants;  // by constant node id

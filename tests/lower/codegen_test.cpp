@@ -8,6 +8,7 @@
 
 #include "models/seed.h"
 #include "kiln.h"
+#include "lower/kernel.h"
 #include "lower/lower_to_halide.h"
 #include "lower/target.h"
 
@@ -110,6 +111,22 @@ TEST(Aot, CudaCodeGenerationWithoutAGpu) {
   Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0] * in[0], {1}), max(in[0])}; },
                   {rand({8, 64})}, o);
   compile_aot(g, "host-cuda", dir, "reduce_cuda");
+}
+
+// sin, cos, tan and tanh of f32 are kiln's vector forms on a CPU (f64 polynomials) and
+// CUDA's own (libdevice, f32) on a GPU, where the vector forms doubled the seed's time.
+TEST(Lowering, TrigIsTheVectorFormOnCpusAndCudasOwnOnGpus) {
+  const Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{sin(in[0]) + cos(in[0]) + tan(in[0]) + tanh(in[0])}; },
+                        {rand({1024})});
+  auto stmt = [&](const char* target) {
+    const Halide::Target t = parse_target(target);
+    return lowered_stmt_text(lower_and_schedule(g, t), t);
+  };
+  const std::string cpu = stmt("host"), gpu = stmt("host-cuda");
+  EXPECT_NE(cpu.find("float64"), std::string::npos) << "the CPU's vector forms compute in f64";
+  const size_t ptx = gpu.find(".entry _kernel_output_0");
+  ASSERT_NE(ptx, std::string::npos) << gpu;
+  EXPECT_EQ(gpu.find(".f64", ptx), std::string::npos) << "no f64 arithmetic in the GPU kernel";
 }
 
 TEST(Gpu, CompiledSeedRunsOnTheGpu) {

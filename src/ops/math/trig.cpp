@@ -84,7 +84,9 @@ Expr cos_poly(const Expr& r) {
                                   z * (f64(-1.0 / 3628800) + z * f64(1.0 / 479001600))))));
 }
 
-bool vectorized(const Expr& x) { return x.type().is_float() && x.type().bits() == 32; }
+thread_local int gpu_lowerings = 0;
+
+bool vectorized(const Expr& x) { return x.type().is_float() && x.type().bits() == 32 && gpu_lowerings == 0; }
 
 Expr finite_or_nan(const Expr& x, const Expr& v) {
   const Expr bits = Halide::reinterpret(Halide::UInt(32, x.type().lanes()), x);
@@ -149,6 +151,14 @@ Expr cos(const Expr& x) {
   const Expr s = sin_poly(a.r), c = cos_poly(a.r);
   const Expr v = Halide::select(a.quadrant == 0, c, a.quadrant == 1, -s, a.quadrant == 2, -c, s);
   return finite_or_nan(x, Halide::cast<float>(v));
+}
+
+ScopedGpuMath::ScopedGpuMath(bool gpu) : gpu_(gpu) {
+  if (gpu_) ++gpu_lowerings;
+}
+
+ScopedGpuMath::~ScopedGpuMath() {
+  if (gpu_) --gpu_lowerings;
 }
 
 }  // namespace kiln::math
