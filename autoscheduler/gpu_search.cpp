@@ -668,6 +668,60 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
   // layer norm's moments): one kernel, blocks of rows, each block first reducing its
   // rows (threads x rows partial results, then one thread per row) into shared memory,
   // then computing the output's rows with the same threads, the rows still in L1/L2.
+  // The Funcs the members reduce, each a value per point of the host's rows, that one
+  // block can read from DRAM once into shared memory for all the passes over its rows
+  // (softmax's input and its exponentials; layer norm's input). Empty where the rows
+  // and partial results do not fit a block's 48 KiB, a row's length is not static (a
+  // longer one at run time would not fit), or one of them has readers outside the kernel.
+  std::vector<std::string> rows_to_stage(const FuncInfo& h, const std::vector<const FuncInfo*>& members,
+                                         const GpuRowTiling& t) const {
+    constexpr double kSharedBytes = 48 * 1024;
+    std::set<std::string> kernel = {h.name};
+    for (const FuncInfo* f : members) kernel.insert(f->name);
+    std::vector<std::string> staged;
+    double bytes = 0;
+    for (const FuncInfo* f : members) {
+      if (f->function.updates().size() != 1) return {};
+      for (const auto& rv : f->function.update(0).schedule().rvars()) {
+        if (!Halide::Internal::as_const_int(rv.extent)) return {};
+      }
+      bytes += double(t.threads + 1) * t.rows * f->bytes;
+      struct Calls : Halide::Internal::IRGraphVisitor {
+        std::vector<std::string> names;
+        using Halide::Internal::IRGraphVisitor::visit;
+        void visit(const Halide::Internal::Call* c) override {
+          if (c->call_type == Halide::Internal::Call::Halide) names.push_back(c->name);
+          Halide::Internal::IRGraphVisitor::visit(c);
+        }
+      } calls;
+      for (const Halide::Expr& v : f->function.update(0).values()) v.accept(&calls);
+      for (const std::string& c : calls.names) {
+        if (!info.funcs.count(c) || !inlined.at(c) || is_fixed(c) || kernel.count(c)) continue;
+        if (std::find(staged.begin(), staged.end(), c) != staged.end()) continue;
+        const FuncInfo& s = info.at(c);
+        if (s.extents != h.extents || s.vars.size() != h.vars.size() || s.function.has_update_definition()) continue;
+        bool inside = true;
+        for (const std::string& r : view().effective_consumers(s)) inside = inside && kernel.count(r);
+        if (!inside) continue;
+        staged.push_back(c);
+        bytes += double(t.rows) * double(h.extents[0]) * s.bytes;
+      }
+    }
+    return bytes <= kSharedBytes ? staged : std::vector<std::string>{};
+  }
+
+  // `s` computed per block of `host`'s rows into shared memory, the block's threads
+  // reading adjacent columns as the host's do.
+  void stage_rows(ScheduleWriter& w, const FuncInfo& s, const std::string& host, const GpuRowTiling& t) {
+    w.compute_at(s.name, host, "bo");
+    w.store_in(s.name, Halide::MemoryType::GPUShared);
+    StageWriter st = w.stage(s.name);
+    st.split(s.vars[0], "sxo", "sxi", t.threads, TailStrategy::GuardWithIf);
+    std::vector<std::string> order = {"sxo", "sxi"};
+    for (size_t d = 1; d < s.vars.size(); ++d) order.push_back(s.vars[d]);
+    st.reorder(order).gpu_threads({"sxi", s.vars[1]});
+  }
+
   GpuStagePlan fused_rows_plan(const FuncInfo& h, const std::vector<const FuncInfo*>& members,
                                const GpuRowTiling& t) const {
     GpuStagePlan p;
@@ -683,11 +737,17 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     }
     p.steps += ceil_div(cols, t.threads);
     p.step_issue = 2 * load_cycles(h.bytes) + fma_cycles(flops / (h.points() * (members.size() + 1)), m);
-    // The first pass over a row comes from DRAM, the later ones mostly from L2.
-    p.step_latency = (m.gpu_dram_latency + members.size() * m.gpu_l2_latency) / (members.size() + 1);
     p.flops = flops;
     p.dram_bytes = 2.0 * h.bytes_total();
-    p.l2_bytes = double(members.size()) * h.bytes_total();
+    if (!rows_to_stage(h, members, t).empty()) {
+      // One pass over a row from DRAM into shared memory, the others from there.
+      p.steps += ceil_div(cols, t.threads);
+      p.step_latency = (m.gpu_dram_latency + members.size() * kSmemLatency) / (members.size() + 1);
+    } else {
+      // The first pass over a row comes from DRAM, the later ones mostly from L2.
+      p.step_latency = (m.gpu_dram_latency + members.size() * m.gpu_l2_latency) / (members.size() + 1);
+      p.l2_bytes = double(members.size()) * h.bytes_total();
+    }
     p.serial_s = members.size() * p.blocks / (m.sm_count * 4.0) * t.threads * kSmemLatency / (m.gpu_ghz * 1e9);
     return p;
   }
@@ -705,6 +765,8 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     const auto [t, pr] = choose(h.name, scored, &Knobs::gpu_rows, [&](const GpuRowTiling& t) {
       return predict_gpu(fused_rows_plan(h, members, t), m);
     });
+    // Before rfactor rewrites the members' updates to read their partial results.
+    const std::vector<std::string> staged = rows_to_stage(h, members, t);
     w.compute_root(h.name);
     StageWriter s = w.stage(h.name);
     // Each thread walks its row in steps of `threads` columns (adjacent threads, adjacent
@@ -751,10 +813,17 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
                              (partial.empty() ? " (serial per row: Halide cannot rfactor it: " + why + ")"
                                               : " (" + std::to_string(t.threads) + " partial results per row)"));
     }
+    std::string staged_names;
+    for (const std::string& name : staged) {
+      stage_rows(w, info.at(name), h.name, t);
+      staged_names += (staged_names.empty() ? "" : ", ") + name;
+    }
     result.predicted_s += pr.total_s;
     std::ostringstream o;
     o << h.name << ": one kernel for " << members.size() << " row reductions and the output, " << t.threads
-      << " threads per row, " << t.rows << " rows per block; predicted " << pr.str();
+      << " threads per row, " << t.rows << " rows per block"
+      << (staged.empty() ? "" : "; the rows of " + staged_names + " read once into shared memory") << "; predicted "
+      << pr.str();
     decide("schedule", o.str());
   }
 
