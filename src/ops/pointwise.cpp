@@ -1,6 +1,8 @@
 // Pointwise ops: scalar constants, cast, unary math and broadcasting binary arithmetic.
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "ops/math/ieee.h"
@@ -286,12 +288,67 @@ Expr nan_min(Expr a, Expr b) {
 double ref_max(double a, double b) { return (std::isnan(a) || a > b) ? a : b; }
 double ref_min(double a, double b) { return (std::isnan(a) || a < b) ? a : b; }
 
-// Comparisons are false when either side is NaN (ne: true), tested on the bits.
+// The value of a float constant (a scalar or a broadcast one), if `x` is one.
+std::optional<double> float_constant(const Expr& x) {
+  Expr s = Halide::Internal::simplify(x);
+  if (const auto* b = s.as<Halide::Internal::Broadcast>()) s = b->value;
+  // A widened 16-bit constant: float32(-infh) stays a cast.
+  if (const auto* c = s.as<Halide::Internal::Cast>(); c && c->value.type().is_float()) s = c->value;
+  if (const auto v = Halide::Internal::as_const_float(s)) return double(*v);
+  return std::nullopt;
+}
+
+// A float's bits as a signed integer. A constant's are computed here: a reinterpreted
+// infinite constant compiled to garbage (f16 -inf compared equal to nothing).
+Expr float_bits(const Expr& x) {
+  const Halide::Type t = Halide::Int(x.type().bits(), x.type().lanes());
+  if (const std::optional<double> v = float_constant(x); v && (t.bits() == 32 || t.bits() == 64)) {
+    int64_t bits = 0;
+    if (t.bits() == 64) {
+      std::memcpy(&bits, &*v, 8);
+    } else {
+      const float f = float(*v);
+      int32_t b32;
+      std::memcpy(&b32, &f, 4);
+      bits = b32;
+    }
+    return Halide::Internal::make_const(t, bits);
+  }
+  return Halide::reinterpret(t, x);
+}
+
+Expr nan_test(const Expr& x) {
+  if (const std::optional<double> v = float_constant(x)) return Halide::Internal::make_const(Halide::Bool(x.type().lanes()), std::isnan(*v));
+  return algo::is_nan(x);
+}
+
+// A float's bits as a signed integer in the order of the values (-0 just below +0).
+Expr ordered_bits(const Expr& x) {
+  const Halide::Type t = Halide::Int(x.type().bits(), x.type().lanes());
+  const Expr i = float_bits(x);
+  return Halide::select(i < 0, i ^ Halide::Internal::make_const(t.element_of(), (int64_t(1) << (t.bits() - 1)) - 1), i);
+}
+
+// Comparisons are false when either side is NaN (ne: true), tested on the bits. Floats
+// compare as integers: Halide's simplifier takes floats to be finite and folded x == inf
+// (a constant) to false, so compiled isinf-by-comparison said no infinity was one.
 template <int Op>
 Expr compare(Expr a, Expr b) {
-  Expr r = Op == 0 ? a == b : Op == 1 ? a != b : Op == 2 ? a < b : Op == 3 ? a <= b : Op == 4 ? a > b : a >= b;
-  if (!a.type().is_float()) return r;
-  return Halide::select(algo::is_nan(a) || algo::is_nan(b), Halide::cast<bool>(Op == 1), r);
+  if (!a.type().is_float() || a.type() != b.type()) {
+    return Op == 0 ? a == b : Op == 1 ? a != b : Op == 2 ? a < b : Op == 3 ? a <= b : Op == 4 ? a > b : a >= b;
+  }
+  const Halide::Type it = Halide::Int(a.type().bits(), a.type().lanes());
+  const Expr mag = Halide::Internal::make_const(it.element_of(), (int64_t(1) << (it.bits() - 1)) - 1);
+  const Expr both_zero = ((float_bits(a) | float_bits(b)) & mag) == 0;
+  const Expr ka = ordered_bits(a), kb = ordered_bits(b);
+  const Expr equal = ka == kb || both_zero;
+  const Expr r = Op == 0 ? equal
+                 : Op == 1 ? !equal
+                 : Op == 2 ? ka < kb && !both_zero
+                 : Op == 3 ? ka <= kb || both_zero
+                 : Op == 4 ? ka > kb && !both_zero
+                           : ka >= kb || both_zero;
+  return Halide::select(nan_test(a) || nan_test(b), Halide::cast<bool>(Op == 1), r);
 }
 Expr to_bool(Expr a) { return algo::nonzero(a); }
 

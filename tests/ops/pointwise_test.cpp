@@ -473,3 +473,35 @@ TEST(Pad, ABoolTensorPadsWithTheTruthOfTheValue) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace {
+
+// Found by ONNX's isinf tests: Halide's simplifier takes floats to be finite and folded a
+// compiled x == inf to false. Every comparison against infinite, NaN and signed-zero
+// constants, compiled as eager and the C++ reference. (f16 against a -inf constant is
+// still wrong compiled, an open finding of issue 34.)
+TEST(BinaryOps, ComparisonsWithInfinitiesNanAndZerosCompileExactly) {
+  const std::vector<double> values = {1, INFINITY, -INFINITY, NAN, 0.0, -0.0, 3e38, -1e-40};
+  using Cmp = Tensor (*)(const Tensor&, double);
+  const std::vector<std::pair<Cmp, bool (*)(double, double)>> ops = {
+      {eq, [](double a, double b) { return a == b; }}, {ne, [](double a, double b) { return a != b; }},
+      {lt, [](double a, double b) { return a < b; }},  {le, [](double a, double b) { return a <= b; }},
+      {gt, [](double a, double b) { return a > b; }},  {ge, [](double a, double b) { return a >= b; }}};
+  for (DType t : {DType::F32, DType::F64}) {
+    const Tensor x = cast(from_vector(values, Shape({int64_t(values.size())})), t);
+    const std::vector<double> xv = x.to_doubles();
+    for (size_t o = 0; o < ops.size(); ++o) {
+      for (double c : std::vector<double>{INFINITY, -INFINITY, NAN, 0.0, -0.0, 1.0}) {
+        auto f = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{ops[o].first(in[0], c)}; };
+        const std::vector<double> got = compile(f)({x})[0].to_doubles(), eager = f({x})[0].to_doubles();
+        for (size_t i = 0; i < xv.size(); ++i) {
+          const double want = ops[o].second(xv[i], c);
+          EXPECT_EQ(got[i], want) << dtype_name(t) << " op " << o << " x " << xv[i] << " c " << c;
+          EXPECT_EQ(eager[i], want) << dtype_name(t) << " op " << o << " x " << xv[i] << " c " << c;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
