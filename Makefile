@@ -6,7 +6,8 @@
 HALIDE_VERSION := 21.0.0
 CMAKE_VERSION  := 3.31.6
 NINJA_VERSION  := 1.11.1.4
-APT_PACKAGES   := g++ make python3 python3-venv libgtest-dev nlohmann-json3-dev libcli11-dev
+APT_PACKAGES   := g++ make python3 python3-venv libgtest-dev nlohmann-json3-dev libcli11-dev \
+                  libonnx-dev libprotobuf-dev libonnx-testdata
 
 VENV      := .venv
 BUILD     := build

@@ -1,5 +1,6 @@
 # `cmake --install <build> --prefix P` installs kiln as a CMake package:
 #   P/lib/libkiln.a, P/include/kiln/** (so `#include "kiln.h"` works), P/bin/kiln,
+#   P/lib/libkiln_onnx.a (ONNX import, kiln::onnx),
 #   P/bin/kiln_generators (the kernel-library generators, schedules compiled in),
 #   P/lib/libautoschedule_kiln.so (kiln's autoscheduler plugin),
 #   P/lib/libkiln_models.a and P/include/kiln/models/ (the registered models),
@@ -16,6 +17,8 @@ include(CMakePackageConfigHelpers)
 set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 
 install(TARGETS kiln EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# ONNX import, as kiln::onnx: #include "onnx/onnx.h".
+install(TARGETS kiln_onnx EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h")
 # The autoscheduler's types that kiln's scheduling headers name (the rest of autoscheduler/
 # is internal to libkiln and its plugin).

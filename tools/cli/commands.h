@@ -16,5 +16,6 @@ void add_aot(CLI::App& kiln, int* status);
 void add_autoschedule(CLI::App& kiln, int* status);
 void add_tune(CLI::App& kiln, int* status);
 void add_machine(CLI::App& kiln, int* status);
+void add_onnx(CLI::App& kiln, int* status);  // run, graph, onnx-support
 
 }  // namespace kiln::cli

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_autoschedule(app, &status);
   kiln::cli::add_tune(app, &status);
   kiln::cli::add_machine(app, &status);
+  kiln::cli::add_onnx(app, &status);
   app.footer("kiln <command> --help: that command's options\n");  // set after the commands, which would inherit it
   if (argc >= 2 && std::string(argv[1]) == "help") {
     std::cout << app.help();

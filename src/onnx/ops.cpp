@@ -1,0 +1,839 @@
+// One converter per ONNX operator, each written with kiln's public ops (ops/api.h), so
+// an imported model runs eager, compiled, differentiated and ahead of time like any other.
+// Semantics follow the ONNX operator documents for opsets 7 and newer.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "onnx/internal.h"
+
+namespace kiln::onnx {
+
+namespace {
+
+using Outs = std::vector<Tensor>;
+
+int rank_of(const Tensor& t) { return t.shape().rank(); }
+int64_t dim(const Tensor& t, int d) { return t.shape()[d].size; }
+std::vector<int64_t> sizes(const Tensor& t) {
+  std::vector<int64_t> s;
+  for (int d = 0; d < rank_of(t); ++d) s.push_back(dim(t, d));
+  return s;
+}
+int64_t axis_in(const NodeContext& c, int64_t axis, int rank) {
+  if (axis < -rank || axis >= std::max(rank, 1)) {
+    c.invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+Tensor i64(const std::vector<int64_t>& v, const std::vector<int64_t>& shape) { return from_vector(v, Shape(shape)); }
+Tensor scalar_like(double v, const Tensor& t) { return scalar(v, t.dtype()); }
+
+// ---- elementwise ---------------------------------------------------------------------
+
+Converter unary(Tensor (*f)(const Tensor&)) {
+  return [f](const NodeContext& c) { return Outs{f(c.in(0))}; };
+}
+// Before opset 7, binary ops broadcast only with broadcast = 1, b's dims then lining up
+// with a's from `axis` (default: a's last dims).
+Tensor legacy_broadcast(const NodeContext& c, const Tensor& a, const Tensor& b) {
+  if (c.opset >= 7 || !c.attrs.i("broadcast", 0) || !c.attrs.has("axis")) return b;
+  const int64_t axis = axis_in(c, c.attrs.i("axis"), rank_of(a));
+  std::vector<int64_t> shape(static_cast<size_t>(axis), 1);
+  for (int64_t d : sizes(b)) shape.push_back(d);
+  while (int(shape.size()) < rank_of(a)) shape.push_back(1);
+  return reshape(b, shape);
+}
+
+Converter binary(Tensor (*f)(const Tensor&, const Tensor&)) {
+  return [f](const NodeContext& c) { return Outs{f(c.in(0), legacy_broadcast(c, c.in(0), c.in(1)))}; };
+}
+Converter variadic(Tensor (*f)(const Tensor&, const Tensor&), bool mean = false) {
+  return [f, mean](const NodeContext& c) {
+    Tensor acc = c.in(0);
+    size_t n = 1;
+    for (size_t k = 1; k < c.inputs.size(); ++k) {
+      if (c.has(k)) acc = f(acc, c.in(k)), ++n;
+    }
+    return Outs{mean ? acc / double(n) : acc};
+  };
+}
+
+Outs clip(const NodeContext& c) {
+  Tensor x = c.in(0);
+  if (c.opset < 11) {
+    return {clamp(x, double(c.attrs.f("min", -std::numeric_limits<float>::max())),
+                  double(c.attrs.f("max", std::numeric_limits<float>::max())))};
+  }
+  if (c.has(1)) x = maximum(x, cast(c.in(1), x.dtype()));
+  if (c.has(2)) x = minimum(x, cast(c.in(2), x.dtype()));
+  return {x};
+}
+
+Outs cast_op(const NodeContext& c) {
+  return {cast(c.in(0), dtype_from_onnx(int32_t(c.attrs.i("to")), node_name(c.node)))};
+}
+
+// ---- reductions ----------------------------------------------------------------------
+
+// Axes from the attribute (older opsets) or the second input (ReduceSum from 13, the
+// others from 18); nullopt: the node reduces nothing (noop_with_empty_axes).
+std::optional<std::vector<int64_t>> reduce_axes(const NodeContext& c) {
+  std::vector<int64_t> axes = c.has(1) ? c.ints(1) : c.attrs.ints("axes");
+  if (axes.empty() && c.attrs.i("noop_with_empty_axes", 0)) return std::nullopt;
+  for (int64_t& a : axes) a = axis_in(c, a, rank_of(c.in(0)));
+  return axes;
+}
+
+Converter reduction(const std::function<Tensor(const Tensor&, const std::vector<int64_t>&, bool)>& f) {
+  return [f](const NodeContext& c) {
+    const Tensor& x = c.in(0);
+    const auto axes = reduce_axes(c);
+    if (!axes) return Outs{x};
+    return Outs{f(x, *axes, c.attrs.i("keepdims", 1) != 0)};
+  };
+}
+
+Converter arg_reduction(bool is_max) {
+  return [is_max](const NodeContext& c) {
+    const Tensor& x = c.in(0);
+    const int64_t axis = axis_in(c, c.attrs.i("axis", 0), rank_of(x));
+    const bool keep = c.attrs.i("keepdims", 1) != 0;
+    const Tensor v = is_max ? x : neg(x);
+    if (!c.attrs.i("select_last_index", 0)) return Outs{argmax(v, axis, keep)};
+    // The last maximum: the first of the axis reversed, counted from the end.
+    const int64_t n = dim(x, int(axis));
+    std::vector<int64_t> reversed;
+    for (int64_t i = n - 1; i >= 0; --i) reversed.push_back(i);
+    return Outs{(argmax(index_select(v, axis, i64(reversed, {n})), axis, keep) * -1.0) + double(n - 1)};
+  };
+}
+
+// Softmax and LogSoftmax: over one axis from opset 13; before, over the input flattened
+// to 2-D at `axis` (default 1).
+Converter softmax_like(bool log) {
+  return [log](const NodeContext& c) {
+    const Tensor& x = c.in(0);
+    const int r = rank_of(x);
+    auto f = [log](const Tensor& t, int64_t a) { return log ? log_softmax(t, a) : softmax(t, a); };
+    if (c.opset >= 13) return Outs{f(x, axis_in(c, c.attrs.i("axis", -1), r))};
+    const int64_t axis = axis_in(c, c.attrs.i("axis", 1), r);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < r; ++d) (d < axis ? outer : inner) *= dim(x, d);
+    return Outs{reshape(f(reshape(x, {outer, inner}), 1), sizes(x))};
+  };
+}
+
+// ---- shapes --------------------------------------------------------------------------
+
+Outs shape_op(const NodeContext& c) {
+  const std::vector<int64_t> s = sizes(c.in(0));
+  const int r = int(s.size());
+  auto clamp_axis = [r](int64_t a) { return std::clamp<int64_t>(a < 0 ? a + r : a, 0, r); };
+  const int64_t start = clamp_axis(c.attrs.i("start", 0)), end = clamp_axis(c.attrs.i("end", r));
+  std::vector<int64_t> v(s.begin() + start, s.begin() + std::max(start, end));
+  return {i64(v, {int64_t(v.size())})};
+}
+
+Outs reshape_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> shape = c.opset >= 5 ? c.ints(1) : c.attrs.ints("shape");
+  const bool allowzero = c.attrs.i("allowzero", 0) != 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0 && !allowzero) {
+      if (int(d) >= rank_of(x)) c.invalid("a 0 in the shape copies a dim the input lacks");
+      shape[d] = dim(x, int(d));
+    }
+  }
+  return {reshape(x, shape)};
+}
+
+Outs flatten_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int r = rank_of(x);
+  int64_t axis = c.attrs.i("axis", 1);
+  if (axis < -r || axis > r) c.invalid("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < r; ++d) (d < axis ? outer : inner) *= dim(x, d);
+  return {reshape(x, {outer, inner})};
+}
+
+Outs transpose_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> perm(static_cast<size_t>(rank_of(x)), 0);
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  return {permute(x, c.attrs.ints("perm", perm))};
+}
+
+std::vector<int64_t> axes_of(const NodeContext& c, int opset_input, int rank) {
+  std::vector<int64_t> axes = c.opset >= opset_input ? (c.has(1) ? c.ints(1) : std::vector<int64_t>{})
+                                                     : c.attrs.ints("axes");
+  for (int64_t& a : axes) a = axis_in(c, a, rank);
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+Outs squeeze_op(const NodeContext& c) {
+  Tensor x = c.in(0);
+  std::vector<int64_t> axes = axes_of(c, 13, rank_of(x));
+  if (axes.empty()) {
+    for (int d = 0; d < rank_of(x); ++d) {
+      if (dim(x, d) == 1) axes.push_back(d);
+    }
+  }
+  for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
+    if (dim(x, int(*it)) != 1) c.invalid("cannot squeeze axis " + std::to_string(*it) + " of size " + std::to_string(dim(x, int(*it))));
+    x = squeeze(x, *it);
+  }
+  return {x};
+}
+
+Outs unsqueeze_op(const NodeContext& c) {
+  Tensor x = c.in(0);
+  const std::vector<int64_t> raw = c.opset >= 13 ? c.ints(1) : c.attrs.ints("axes");
+  const int out_rank = rank_of(x) + int(raw.size());
+  std::vector<int64_t> axes;
+  for (int64_t a : raw) axes.push_back(axis_in(c, a, out_rank));
+  std::sort(axes.begin(), axes.end());
+  for (int64_t a : axes) x = unsqueeze(x, a);
+  return {x};
+}
+
+Outs concat_op(const NodeContext& c) {
+  std::vector<Tensor> xs;
+  for (size_t k = 0; k < c.inputs.size(); ++k) xs.push_back(c.in(k));
+  return {concat(xs, axis_in(c, c.attrs.i("axis"), rank_of(xs[0])))};
+}
+
+Outs slice_op(const NodeContext& c) {
+  Tensor x = c.in(0);
+  const int r = rank_of(x);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    starts = c.attrs.ints("starts"), ends = c.attrs.ints("ends"), axes = c.attrs.ints("axes");
+  } else {
+    starts = c.ints(1), ends = c.ints(2);
+    if (c.has(3)) axes = c.ints(3);
+    if (c.has(4)) steps = c.ints(4);
+  }
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    c.invalid("starts, ends, axes and steps must have one entry per sliced axis");
+  }
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t a = axis_in(c, axes[i], r), n = dim(x, int(a)), step = steps[i];
+    if (step == 0) c.invalid("a step of 0");
+    // ONNX clamps to the dim (to [-1, n - 1] for a negative step); kiln's slice takes
+    // Python's bounds, which agree once clamped.
+    auto clampi = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0) v += n;
+      return std::clamp(v, lo, hi);
+    };
+    int64_t s, e;
+    if (step > 0) {
+      s = clampi(starts[i], 0, n), e = clampi(ends[i], 0, n);
+    } else {
+      s = clampi(starts[i], -1, n - 1), e = ends[i] < -n ? -1 : clampi(ends[i], -1, n - 1);
+    }
+    if (step > 0) {
+      x = slice(x, a, s, std::max(s, e), step);
+    } else {
+      // Reversed: the elements s, s + step, ... above e.
+      const int64_t count = s > e ? (s - e - step - 1) / -step : 0;
+      if (count == 0) {
+        x = slice(x, a, 0, 0, 1);
+      } else {
+        std::vector<int64_t> idx;
+        for (int64_t k = 0; k < count; ++k) idx.push_back(s + k * step);
+        x = index_select(x, a, i64(idx, {count}));
+      }
+    }
+  }
+  return {x};
+}
+
+// Negative indices count from the end of a dim of `n`.
+Tensor wrap_indices(const Tensor& idx, int64_t n) {
+  const Tensor i = cast(idx, DType::I64);
+  return where(lt(i, 0.0), i + double(n), i);
+}
+
+Outs gather_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& idx = c.in(1);
+  const int64_t axis = axis_in(c, c.attrs.i("axis", 0), rank_of(x));
+  std::vector<int64_t> shape;
+  for (int d = 0; d < axis; ++d) shape.push_back(dim(x, d));
+  for (int64_t s : sizes(idx)) shape.push_back(s);
+  for (int d = int(axis) + 1; d < rank_of(x); ++d) shape.push_back(dim(x, d));
+  const Tensor flat = reshape(wrap_indices(idx, dim(x, int(axis))), {-1});
+  return {reshape(index_select(x, axis, flat), shape)};
+}
+
+Outs gather_elements_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = axis_in(c, c.attrs.i("axis", 0), rank_of(x));
+  return {gather(x, axis, wrap_indices(c.in(1), dim(x, int(axis))))};
+}
+
+std::vector<int64_t> broadcast_shapes(const NodeContext& c, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  std::vector<int64_t> out(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    const int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    if (x != y && x != 1 && y != 1) c.invalid("shapes do not broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+Outs expand_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  return {expand(x, broadcast_shapes(c, sizes(x), c.ints(1)))};
+}
+
+Outs tile_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> reps = c.ints(1);
+  if (int(reps.size()) != rank_of(x)) c.invalid("repeats needs one entry per dim");
+  std::vector<int64_t> spread, expanded, out;
+  for (int d = 0; d < rank_of(x); ++d) {
+    spread.insert(spread.end(), {1, dim(x, d)});
+    expanded.insert(expanded.end(), {reps[size_t(d)], dim(x, d)});
+    out.push_back(reps[size_t(d)] * dim(x, d));
+  }
+  return {reshape(expand(reshape(x, spread), expanded), out)};
+}
+
+Outs split_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = axis_in(c, c.attrs.i("axis", 0), rank_of(x));
+  std::vector<int64_t> parts = c.opset >= 13 ? (c.has(1) ? c.ints(1) : std::vector<int64_t>{}) : c.attrs.ints("split");
+  const int64_t n = dim(x, int(axis));
+  if (parts.empty()) {
+    const int64_t k = c.attrs.i("num_outputs", c.node.output_size());
+    const int64_t each = (n + k - 1) / k;
+    for (int64_t i = 0; i < k; ++i) parts.push_back(std::max<int64_t>(0, std::min(each, n - i * each)));
+  }
+  return split(x, parts, axis);
+}
+
+Outs constant_op(const NodeContext& c) {
+  const NodeAttrs& a = c.attrs;
+  if (a.has("value")) return {tensor_from_proto(a.t("value"), c.model_dir, node_name(c.node))};
+  if (a.has("value_float")) return {scalar(a.f("value_float", 0), DType::F32)};
+  if (a.has("value_int")) return {i64({a.i("value_int")}, {})};
+  if (a.has("value_floats")) {
+    const std::vector<float> v = a.floats("value_floats");
+    return {from_vector(v, Shape({int64_t(v.size())}))};
+  }
+  if (a.has("value_ints")) {
+    const std::vector<int64_t> v = a.ints("value_ints");
+    return {i64(v, {int64_t(v.size())})};
+  }
+  c.unsupported("only tensor, float(s) and int(s) values are supported (not strings or sparse tensors)");
+}
+
+Outs constant_of_shape_op(const NodeContext& c) {
+  std::vector<int64_t> shape = c.ints(0);
+  Tensor v = c.attrs.has("value") ? tensor_from_proto(c.attrs.t("value"), c.model_dir, node_name(c.node))
+                                  : scalar(0.0, DType::F32);
+  return {full(Shape(shape), v.to_doubles().at(0), v.dtype())};
+}
+
+Outs range_op(const NodeContext& c) {
+  const double start = c.doubles(0).at(0), limit = c.doubles(1).at(0), delta = c.doubles(2).at(0);
+  if (delta == 0) c.invalid("a delta of 0");
+  const int64_t n = std::max<int64_t>(0, int64_t(std::ceil((limit - start) / delta)));
+  std::vector<double> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(start + double(i) * delta);
+  return {from_vector(v, Shape({n}), c.in(0).dtype())};
+}
+
+Outs dropout_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  if (c.has(2) && c.doubles(2).at(0) != 0) c.unsupported("training_mode = true is not supported (inference only)");
+  return {x, full(x.shape(), 1.0, DType::Bool)};
+}
+
+Outs pad_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const std::string mode = c.attrs.s("mode", "constant");
+  if (mode != "constant") c.unsupported("mode '" + mode + "' is not supported; kiln pads with a constant");
+  const int r = rank_of(x);
+  std::vector<int64_t> pads = c.opset >= 11 ? c.ints(1) : c.attrs.ints(c.opset >= 2 ? "pads" : "paddings");
+  double value = c.opset >= 11 ? (c.has(2) ? c.doubles(2).at(0) : 0.0) : double(c.attrs.f("value", 0));
+  std::vector<int64_t> axes(static_cast<size_t>(r), 0);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (c.has(3)) {
+    axes = c.ints(3);
+    for (int64_t& a : axes) a = axis_in(c, a, r);
+  }
+  if (pads.size() != 2 * axes.size()) c.invalid("pads needs a begin and an end per axis");
+  // ONNX: all begins, then all ends; kiln (PyTorch): {begin, end} from the last dim.
+  std::vector<int64_t> full_pads(static_cast<size_t>(2 * r), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t k = size_t(r - 1 - axes[i]);
+    full_pads[2 * k] = pads[i], full_pads[2 * k + 1] = pads[i + axes.size()];
+  }
+  return {pad(x, full_pads, value)};
+}
+
+Outs trilu_op(const NodeContext& c) {
+  const int64_t k = c.has(1) ? c.ints(1).at(0) : 0;
+  return {c.attrs.i("upper", 1) ? triu(c.in(0), k) : tril(c.in(0), k)};
+}
+
+// ---- contractions, convolutions, pooling, normalization ----------------------------
+
+Outs matmul_op(const NodeContext& c) {
+  Tensor a = c.in(0), b = c.in(1);
+  const bool va = rank_of(a) == 1, vb = rank_of(b) == 1;
+  if (va) a = unsqueeze(a, 0);
+  if (vb) b = unsqueeze(b, 1);
+  Tensor y = matmul(a, b);
+  if (vb) y = squeeze(y, -1);
+  if (va) y = squeeze(y, rank_of(y) - (vb ? 1 : 2));
+  return {y};
+}
+
+Outs gemm_op(const NodeContext& c) {
+  Tensor a = c.in(0), b = c.in(1);
+  if (c.attrs.i("transA", 0)) a = transpose(a, 0, 1);
+  if (c.attrs.i("transB", 0)) b = transpose(b, 0, 1);
+  const double alpha = c.attrs.f("alpha", 1), beta = c.attrs.f("beta", 1);
+  Tensor y = matmul(a, b);
+  if (alpha != 1) y = y * alpha;
+  if (c.has(2) && beta != 0) y = y + (beta == 1 ? c.in(2) : c.in(2) * beta);
+  return {y};
+}
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, begin, end;
+  bool symmetric() const { return begin == end; }
+  // kiln's pooling takes pads of at most half the window, on both sides alike.
+  bool pooling_pads() const {
+    for (size_t i = 0; i < begin.size(); ++i) {
+      if (2 * begin[i] > kernel[i]) return false;
+    }
+    return symmetric();
+  }
+};
+
+// The window of a Conv or pooling node over the input's spatial dims (auto_pad resolved).
+Window window_of(const NodeContext& c, const Tensor& x, const std::vector<int64_t>& kernel) {
+  const size_t n = kernel.size();
+  Window w;
+  w.kernel = kernel;
+  w.strides = c.attrs.ints("strides", std::vector<int64_t>(n, 1));
+  w.dilations = c.attrs.ints("dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = c.attrs.ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n) {
+    c.invalid("strides, dilations and pads must have one entry per spatial dim (pads two)");
+  }
+  w.begin.assign(pads.begin(), pads.begin() + long(n));
+  w.end.assign(pads.begin() + long(n), pads.end());
+  const std::string auto_pad = c.attrs.s("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") {
+    std::fill(w.begin.begin(), w.begin.end(), 0), std::fill(w.end.begin(), w.end.end(), 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t in = dim(x, int(2 + i)), s = w.strides[i];
+      const int64_t out = (in + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s + (kernel[i] - 1) * w.dilations[i] + 1 - in);
+      const int64_t small = total / 2, big = total - small;
+      w.begin[i] = auto_pad == "SAME_UPPER" ? small : big;
+      w.end[i] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad != "NOTSET") {
+    c.invalid("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  }
+  return w;
+}
+
+// kiln's 2-D ops run 1-D windows as 2-D ones of height 1; 3-D and up are not supported.
+int spatial_dims(const NodeContext& c, const Tensor& x) {
+  const int s = rank_of(x) - 2;
+  if (s < 1 || s > 2) c.unsupported(std::to_string(s) + "-D windows are not supported; kiln has 1-D and 2-D");
+  return s;
+}
+Tensor to_2d(const Tensor& x, int s) { return s == 1 ? unsqueeze(x, 2) : x; }
+Tensor from_2d(const Tensor& y, int s) { return s == 1 ? squeeze(y, 2) : y; }
+std::vector<int64_t> two(const std::vector<int64_t>& v, int s, int64_t fill) {
+  return s == 1 ? std::vector<int64_t>{fill, v[0]} : v;
+}
+// Explicit padding where begin and end differ: kiln's ops pad both sides alike.
+Tensor pad_spatial(const Tensor& x, const Window& w, double value) {
+  std::vector<int64_t> pads;
+  for (size_t i = w.begin.size(); i-- > 0;) pads.insert(pads.end(), {w.begin[i], w.end[i]});
+  return pad(x, pads, value);
+}
+
+Outs conv_op(const NodeContext& c) {
+  Tensor x = c.in(0);
+  const Tensor& wt = c.in(1);
+  const int s = spatial_dims(c, x);
+  std::vector<int64_t> kernel;
+  for (int d = 2; d < rank_of(wt); ++d) kernel.push_back(dim(wt, d));
+  kernel = c.attrs.ints("kernel_shape", kernel);
+  Window w = window_of(c, x, kernel);
+  if (!w.symmetric()) {
+    x = pad_spatial(x, w, 0.0);
+    std::fill(w.begin.begin(), w.begin.end(), 0);
+  }
+  const Tensor bias = c.has(2) ? c.in(2) : Tensor();
+  Tensor y = conv2d(to_2d(x, s), to_2d(wt, s), bias, two(w.strides, s, 1), two(w.begin, s, 0),
+                    two(w.dilations, s, 1), c.attrs.i("group", 1));
+  return {from_2d(y, s)};
+}
+
+Outs max_pool_op(const NodeContext& c) {
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) c.unsupported("the Indices output is not supported");
+  Tensor x = c.in(0);
+  const int s = spatial_dims(c, x);
+  Window w = window_of(c, x, c.attrs.ints("kernel_shape"));
+  if (!w.pooling_pads()) {
+    if (c.attrs.i("ceil_mode", 0)) c.unsupported("uneven pads, or pads over half the window, with ceil_mode are not supported");
+    x = pad_spatial(x, w, -INFINITY);
+    std::fill(w.begin.begin(), w.begin.end(), 0);
+  }
+  Tensor y = max_pool2d(to_2d(x, s), two(w.kernel, s, 1), two(w.strides, s, 1), two(w.begin, s, 0),
+                        two(w.dilations, s, 1), c.attrs.i("ceil_mode", 0) != 0);
+  return {from_2d(y, s)};
+}
+
+Outs avg_pool_op(const NodeContext& c) {
+  Tensor x = c.in(0);
+  const int s = spatial_dims(c, x);
+  Window w = window_of(c, x, c.attrs.ints("kernel_shape"));
+  for (int64_t d : w.dilations) {
+    if (d != 1) c.unsupported("dilated average pooling is not supported");
+  }
+  const bool include_pad = c.attrs.i("count_include_pad", 0) != 0;
+  if (!w.pooling_pads()) {
+    if (!include_pad || c.attrs.i("ceil_mode", 0)) {
+      c.unsupported("uneven pads, or pads over half the window, are supported only with count_include_pad = 1 and "
+                    "ceil_mode = 0");
+    }
+    x = pad_spatial(x, w, 0.0);
+    std::fill(w.begin.begin(), w.begin.end(), 0);
+  }
+  Tensor y = avg_pool2d(to_2d(x, s), two(w.kernel, s, 1), two(w.strides, s, 1), two(w.begin, s, 0),
+                        c.attrs.i("ceil_mode", 0) != 0, include_pad);
+  return {from_2d(y, s)};
+}
+
+Converter global_pool(bool is_max) {
+  return [is_max](const NodeContext& c) {
+    const Tensor& x = c.in(0);
+    std::vector<int64_t> axes;
+    for (int d = 2; d < rank_of(x); ++d) axes.push_back(d);
+    return Outs{is_max ? max(x, axes, true) : mean(x, axes, true)};
+  };
+}
+
+Outs batch_norm_op(const NodeContext& c) {
+  if (c.attrs.i("training_mode", 0)) c.unsupported("training_mode = 1 is not supported (inference only)");
+  if (c.opset < 9 && c.attrs.i("spatial", 1) == 0) c.unsupported("spatial = 0 is not supported");
+  for (int k = 1; k < c.node.output_size(); ++k) {
+    if (!c.node.output(k).empty()) c.unsupported("the training outputs (running statistics) are not supported");
+  }
+  return {batch_norm(c.in(0), c.in(3), c.in(4), c.in(1), c.in(2), c.attrs.f("epsilon", 1e-5f))};
+}
+
+Outs layer_norm_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int r = rank_of(x);
+  const int64_t axis = axis_in(c, c.attrs.i("axis", -1), r);
+  const double eps = c.attrs.f("epsilon", 1e-5f);
+  std::vector<int64_t> normalized, axes;
+  for (int d = int(axis); d < r; ++d) normalized.push_back(dim(x, d)), axes.push_back(d);
+  Tensor scale = c.in(1), bias = c.has(2) ? c.in(2) : Tensor();
+  if (sizes(scale) != normalized) scale = expand(scale, normalized);
+  if (bias.defined() && sizes(bias) != normalized) bias = expand(bias, normalized);
+  Outs out = {layer_norm(x, normalized, scale, bias, eps)};
+  if (c.node.output_size() > 1) {
+    const Tensor xf = cast(x, DType::F32);
+    const Tensor m = mean(xf, axes, true);
+    out.push_back(m);
+    out.push_back(rsqrt(mean((xf - m) * (xf - m), axes, true) + eps));
+  }
+  return out;
+}
+
+Outs instance_norm_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> axes, per_channel = {dim(x, 1)};
+  for (int d = 2; d < rank_of(x); ++d) axes.push_back(d), per_channel.push_back(1);
+  const double eps = c.attrs.f("epsilon", 1e-5f);
+  const Tensor m = mean(x, axes, true);
+  const Tensor v = mean((x - m) * (x - m), axes, true);
+  return {(x - m) * rsqrt(v + eps) * reshape(c.in(1), per_channel) + reshape(c.in(2), per_channel)};
+}
+
+// Local response normalization across channels: x / (bias + alpha / size * sum of the
+// squares over the window of `size` channels around each)^beta.
+Outs lrn_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t size = c.attrs.i("size");
+  const double alpha = c.attrs.f("alpha", 1e-4f), beta = c.attrs.f("beta", 0.75f), bias = c.attrs.f("bias", 1.0f);
+  const int r = rank_of(x);
+  const int64_t before = (size - 1) / 2, after = size - 1 - before, channels = dim(x, 1);
+  std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
+  pads[size_t(2 * (r - 2))] = before, pads[size_t(2 * (r - 2) + 1)] = after;
+  const Tensor sq = pad(x * x, pads, 0.0);
+  Tensor sum_sq = slice(sq, 1, 0, channels);
+  for (int64_t k = 1; k < size; ++k) sum_sq = sum_sq + slice(sq, 1, k, k + channels);
+  return {x / pow(sum_sq * (alpha / double(size)) + bias, beta)};
+}
+
+
+// ---- losses --------------------------------------------------------------------------
+
+// The negative log-likelihood of `logp` ([N, C, d...]) at `target` ([N, d...]), weighted
+// per class, targets equal to ignore_index left out, reduced as ONNX's `reduction` says.
+Tensor nll(const NodeContext& c, const Tensor& logp, const Tensor& target, const Tensor& weight) {
+  const std::string reduction = c.attrs.s("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") c.invalid("reduction '" + reduction + "'");
+  Tensor t = cast(target, DType::I64);
+  const bool ignoring = c.attrs.has("ignore_index");
+  Tensor valid;
+  if (ignoring) {
+    valid = ne(t, double(c.attrs.i("ignore_index")));
+    t = where(valid, t, scalar(0, DType::I64));
+  }
+  const Tensor picked = squeeze(gather(logp, 1, unsqueeze(t, 1)), 1);
+  Tensor w = weight.defined() ? reshape(index_select(cast(weight, logp.dtype()), 0, reshape(t, {-1})), sizes(t))
+                              : full(t.shape(), 1.0, logp.dtype());
+  if (ignoring) w = where(valid, w, scalar_like(0, w));
+  const Tensor loss = neg(picked) * w;
+  if (reduction == "none") return loss;
+  if (reduction == "sum") return sum(loss);
+  return sum(loss) / sum(w);
+}
+
+Outs nll_op(const NodeContext& c) { return {nll(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : Tensor())}; }
+
+Outs softmax_cross_entropy_op(const NodeContext& c) {
+  const Tensor logp = log_softmax(c.in(0), 1);
+  return {nll(c, logp, c.in(1), c.has(2) ? c.in(2) : Tensor()), logp};
+}
+
+// ---- more elementwise and data movement ----------------------------------------------
+
+Tensor trunc(const Tensor& q) { return where(lt(q, 0.0), ceil(q), floor(q)); }
+
+Outs mod_op(const NodeContext& c) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  const bool fmod = c.attrs.i("fmod", 0) != 0;
+  if (is_float(a.dtype())) {
+    if (!fmod) c.invalid("fmod must be 1 for floating-point inputs");
+    return {a - trunc(a / b) * b};
+  }
+  const Tensor x = cast(a, DType::F64), y = cast(b, DType::F64);
+  const Tensor q = x / y;
+  return {cast(x - (fmod ? trunc(q) : floor(q)) * y, a.dtype())};
+}
+
+// Sums along `axis` through a product with a triangle of ones (exclusive and reverse as
+// ONNX's CumSum says); integers in f64, exact below 2^53.
+Outs cumsum_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int r = rank_of(x);
+  const int64_t axis = axis_in(c, c.ints(1).at(0), r), n = dim(x, int(axis));
+  const bool exclusive = c.attrs.i("exclusive", 0) != 0, reverse = c.attrs.i("reverse", 0) != 0;
+  const DType t = is_float(x.dtype()) ? x.dtype() : DType::F64;
+  const Tensor ones = full(Shape({n, n}), 1.0, t);
+  const Tensor tri = reverse ? tril(ones, exclusive ? -1 : 0) : triu(ones, exclusive ? 1 : 0);
+  const Tensor moved = transpose(cast(x, t), axis, r - 1);
+  return {cast(transpose(matmul(moved, tri), axis, r - 1), x.dtype())};
+}
+
+Outs hardmax_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int r = rank_of(x);
+  auto one_hot_max = [](const Tensor& t, int64_t axis) {
+    const Tensor idx = argmax(t, axis, true);
+    std::vector<int64_t> shape(static_cast<size_t>(t.shape().rank()), 1);
+    shape[size_t(axis)] = t.shape()[int(axis)].size;
+    return cast(eq(reshape(arange(shape[size_t(axis)], DType::I64), shape), idx), t.dtype());
+  };
+  if (c.opset >= 13) return {one_hot_max(x, axis_in(c, c.attrs.i("axis", -1), r))};
+  const int64_t axis = axis_in(c, c.attrs.i("axis", 1), r);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < r; ++d) (d < axis ? outer : inner) *= dim(x, d);
+  return {reshape(one_hot_max(reshape(x, {outer, inner}), 1), sizes(x))};
+}
+
+Outs one_hot_op(const NodeContext& c) {
+  const Tensor& idx = c.in(0);
+  const int64_t depth = int64_t(c.doubles(1).at(0));
+  const Tensor& values = c.in(2);
+  const int out_rank = rank_of(idx) + 1;
+  const int64_t axis = axis_in(c, c.attrs.i("axis", -1), out_rank);
+  const Tensor i = cast(idx, DType::I64);
+  const Tensor wrapped = where(lt(i, 0.0), i + double(depth), i);
+  std::vector<int64_t> shape(static_cast<size_t>(out_rank), 1);
+  shape[size_t(axis)] = depth;
+  const Tensor hot = eq(unsqueeze(wrapped, axis), reshape(arange(depth, DType::I64), shape));
+  const Tensor off = reshape(slice(values, 0, 0, 1), {}), on = reshape(slice(values, 0, 1, 2), {});
+  return {where(hot, on, off)};
+}
+
+Outs eye_like_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const DType t = c.attrs.has("dtype") ? dtype_from_onnx(int32_t(c.attrs.i("dtype")), node_name(c.node)) : x.dtype();
+  const int64_t k = c.attrs.i("k", 0), rows = dim(x, 0), cols = dim(x, 1);
+  std::vector<double> v(static_cast<size_t>(rows * cols), 0.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    if (i + k >= 0 && i + k < cols) v[size_t(i * cols + i + k)] = 1;
+  }
+  return {from_vector(v, Shape({rows, cols}), t)};
+}
+
+Outs depth_to_space_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t b = c.attrs.i("blocksize"), n = dim(x, 0), ch = dim(x, 1), h = dim(x, 2), w = dim(x, 3);
+  const std::string mode = c.attrs.s("mode", "DCR");
+  const Tensor y = mode == "DCR" ? permute(reshape(x, {n, b, b, ch / (b * b), h, w}), {0, 3, 4, 1, 5, 2})
+                                 : permute(reshape(x, {n, ch / (b * b), b, b, h, w}), {0, 1, 4, 2, 5, 3});
+  return {reshape(y, {n, ch / (b * b), h * b, w * b})};
+}
+
+Outs space_to_depth_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t b = c.attrs.i("blocksize"), n = dim(x, 0), ch = dim(x, 1), h = dim(x, 2), w = dim(x, 3);
+  const Tensor y = permute(reshape(x, {n, ch, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
+  return {reshape(y, {n, ch * b * b, h / b, w / b})};
+}
+
+// ---- activations ---------------------------------------------------------------------
+
+Converter activation(const std::function<Tensor(const NodeContext&, const Tensor&)>& f) {
+  return [f](const NodeContext& c) { return Outs{f(c, c.in(0))}; };
+}
+
+}  // namespace
+
+const std::map<std::string, Converter>& converters() {
+  static const std::map<std::string, Converter> table = [] {
+    std::map<std::string, Converter> t;
+    // Elementwise.
+    t["Abs"] = unary(abs), t["Neg"] = unary(neg), t["Exp"] = unary(exp), t["Log"] = unary(log);
+    t["Sqrt"] = unary(sqrt), t["Relu"] = unary(relu), t["Sigmoid"] = unary(sigmoid), t["Tanh"] = unary(tanh);
+    t["Sin"] = unary(sin), t["Cos"] = unary(cos), t["Tan"] = unary(tan), t["Erf"] = unary(erf);
+    t["Floor"] = unary(floor), t["Ceil"] = unary(ceil), t["Round"] = unary(round), t["Not"] = unary(logical_not);
+    t["Softplus"] = unary(softplus);
+    t["Identity"] = [](const NodeContext& c) { return Outs{c.in(0)}; };
+    t["Reciprocal"] = activation([](const NodeContext&, const Tensor& x) { return 1.0 / x; });
+    t["Softsign"] = activation([](const NodeContext&, const Tensor& x) { return x / (abs(x) + 1.0); });
+    t["Sign"] = activation([](const NodeContext&, const Tensor& x) {
+      return where(gt(x, 0.0), scalar_like(1, x), where(lt(x, 0.0), scalar_like(-1, x), scalar_like(0, x)));
+    });
+    t["LeakyRelu"] = activation([](const NodeContext& c, const Tensor& x) { return leaky_relu(x, c.attrs.f("alpha", 0.01f)); });
+    t["Elu"] = activation([](const NodeContext& c, const Tensor& x) {
+      return where(gt(x, 0.0), x, (exp(x) - 1.0) * double(c.attrs.f("alpha", 1.0f)));
+    });
+    t["Selu"] = activation([](const NodeContext& c, const Tensor& x) {
+      const double alpha = c.attrs.f("alpha", 1.67326319217681884765625f), gamma = c.attrs.f("gamma", 1.05070102214813232421875f);
+      return where(gt(x, 0.0), x * gamma, (exp(x) - 1.0) * (alpha * gamma));
+    });
+    t["Celu"] = activation([](const NodeContext& c, const Tensor& x) {
+      const double alpha = c.attrs.f("alpha", 1.0f);
+      return relu(x) + minimum(scalar_like(0, x), (exp(x / alpha) - 1.0) * alpha);
+    });
+    t["HardSigmoid"] = activation([](const NodeContext& c, const Tensor& x) {
+      return clamp(x * double(c.attrs.f("alpha", 0.2f)) + double(c.attrs.f("beta", 0.5f)), 0.0, 1.0);
+    });
+    t["HardSwish"] = activation([](const NodeContext&, const Tensor& x) { return x * clamp(x * (1.0 / 6) + 0.5, 0.0, 1.0); });
+    t["ThresholdedRelu"] = activation([](const NodeContext& c, const Tensor& x) {
+      return where(gt(x, double(c.attrs.f("alpha", 1.0f))), x, scalar_like(0, x));
+    });
+    t["Mish"] = activation([](const NodeContext&, const Tensor& x) { return x * tanh(softplus(x)); });
+    t["PRelu"] = [](const NodeContext& c) {
+      const Tensor& x = c.in(0);
+      Tensor slope = c.in(1);
+      // Before opset 7, a slope per channel is 1-D.
+      if (c.opset < 7 && rank_of(slope) == 1 && rank_of(x) > 2 && dim(slope, 0) == dim(x, 1)) {
+        std::vector<int64_t> shape(static_cast<size_t>(rank_of(x) - 1), 1);
+        shape[0] = dim(x, 1);
+        slope = reshape(slope, shape);
+      }
+      return Outs{where(lt(x, 0.0), x * slope, x)};
+    };
+    t["Add"] = binary(add), t["Sub"] = binary(sub), t["Mul"] = binary(mul), t["Div"] = binary(div);
+    t["Pow"] = [](const NodeContext& c) { return Outs{cast(pow(c.in(0), cast(c.in(1), c.in(0).dtype())), c.in(0).dtype())}; };
+    t["Equal"] = binary(eq), t["Less"] = binary(lt), t["LessOrEqual"] = binary(le), t["Greater"] = binary(gt);
+    t["GreaterOrEqual"] = binary(ge), t["And"] = binary(logical_and), t["Or"] = binary(logical_or);
+    t["Xor"] = binary(ne);
+    t["Max"] = variadic(maximum), t["Min"] = variadic(minimum), t["Sum"] = variadic(add);
+    t["Mean"] = variadic(add, true);
+    t["Where"] = [](const NodeContext& c) { return Outs{where(c.in(0), c.in(1), c.in(2))}; };
+    t["Clip"] = clip;
+    t["Cast"] = cast_op;
+    t["CastLike"] = [](const NodeContext& c) { return Outs{cast(c.in(0), c.in(1).dtype())}; };
+    // Reductions.
+    t["ReduceSum"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return sum(x, a, k); });
+    t["ReduceMean"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return mean(x, a, k); });
+    t["ReduceMax"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return max(x, a, k); });
+    t["ReduceMin"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return min(x, a, k); });
+    t["ReduceProd"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return prod(x, a, k); });
+    t["ReduceSumSquare"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return sum(x * x, a, k); });
+    t["ReduceL1"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return sum(abs(x), a, k); });
+    t["ReduceL2"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return sqrt(sum(x * x, a, k)); });
+    t["ReduceLogSum"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) { return log(sum(x, a, k)); });
+    t["ReduceLogSumExp"] = reduction([](const Tensor& x, const std::vector<int64_t>& a, bool k) {
+      const Tensor m = max(x, a, true);
+      const Tensor r = log(sum(exp(x - m), a, true)) + m;
+      if (k) return r;
+      std::vector<int64_t> sorted = a;
+      if (sorted.empty()) return reshape(r, {});
+      std::sort(sorted.rbegin(), sorted.rend());
+      Tensor out = r;
+      for (int64_t d : sorted) out = squeeze(out, d);
+      return out;
+    });
+    t["ArgMax"] = arg_reduction(true), t["ArgMin"] = arg_reduction(false);
+    t["Softmax"] = softmax_like(false), t["LogSoftmax"] = softmax_like(true);
+    // Shapes and data movement.
+    t["Shape"] = shape_op;
+    t["Size"] = [](const NodeContext& c) { return Outs{i64({c.in(0).numel()}, {})}; };
+    t["Reshape"] = reshape_op, t["Flatten"] = flatten_op, t["Transpose"] = transpose_op;
+    t["Squeeze"] = squeeze_op, t["Unsqueeze"] = unsqueeze_op, t["Concat"] = concat_op, t["Slice"] = slice_op;
+    t["Gather"] = gather_op, t["GatherElements"] = gather_elements_op, t["Expand"] = expand_op, t["Tile"] = tile_op;
+    t["Split"] = split_op, t["Constant"] = constant_op, t["ConstantOfShape"] = constant_of_shape_op;
+    t["Range"] = range_op, t["Dropout"] = dropout_op, t["Pad"] = pad_op, t["Trilu"] = trilu_op;
+    // Contractions, windows, normalization.
+    t["MatMul"] = matmul_op, t["Gemm"] = gemm_op, t["Conv"] = conv_op;
+    t["MaxPool"] = max_pool_op, t["AveragePool"] = avg_pool_op;
+    t["GlobalAveragePool"] = global_pool(false), t["GlobalMaxPool"] = global_pool(true);
+    t["BatchNormalization"] = batch_norm_op, t["LayerNormalization"] = layer_norm_op;
+    t["InstanceNormalization"] = instance_norm_op, t["LRN"] = lrn_op;
+    // Losses and the rest.
+    t["NegativeLogLikelihoodLoss"] = nll_op, t["SoftmaxCrossEntropyLoss"] = softmax_cross_entropy_op;
+    t["Mod"] = mod_op, t["CumSum"] = cumsum_op, t["Hardmax"] = hardmax_op, t["OneHot"] = one_hot_op;
+    t["EyeLike"] = eye_like_op, t["DepthToSpace"] = depth_to_space_op, t["SpaceToDepth"] = space_to_depth_op;
+    t["IsNaN"] = activation([](const NodeContext&, const Tensor& x) { return ne(x, x); });
+    t["IsInf"] = activation([](const NodeContext& c, const Tensor& x) {
+      const bool pos = c.attrs.i("detect_positive", 1) != 0, neg_inf = c.attrs.i("detect_negative", 1) != 0;
+      const Tensor p = eq(x, INFINITY), n = eq(x, -INFINITY);
+      return pos && neg_inf ? logical_or(p, n) : pos ? p : neg_inf ? n : logical_and(p, n);
+    });
+    t["Sinh"] = activation([](const NodeContext&, const Tensor& x) { return (exp(x) - exp(neg(x))) * 0.5; });
+    t["Cosh"] = activation([](const NodeContext&, const Tensor& x) { return (exp(x) + exp(neg(x))) * 0.5; });
+    t["Shrink"] = activation([](const NodeContext& c, const Tensor& x) {
+      const double bias = c.attrs.f("bias", 0), lambd = c.attrs.f("lambd", 0.5f);
+      return where(lt(x, -lambd), x + bias, where(gt(x, lambd), x - bias, scalar_like(0, x)));
+    });
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace kiln::onnx

@@ -1,0 +1,199 @@
+// The ONNX importer on models built here with ONNX's protobuf classes: values against
+// kiln's own ops, compile and grad through an imported model, named dims, external data,
+// and the errors for malformed files and unsupported operators.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "kiln.h"
+#include "onnx/onnx.h"
+
+using namespace kiln;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_dir(const std::string& name) {
+  const fs::path d = fs::path(::testing::TempDir()) / ("kiln_onnx_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+void set_shape(::onnx::ValueInfoProto* v, const std::string& name, int32_t type, const std::vector<std::string>& dims) {
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(type);
+  for (const std::string& d : dims) {
+    auto* dim = t->mutable_shape()->add_dim();
+    if (std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+    else dim->set_dim_param(d);
+  }
+}
+
+::onnx::TensorProto f32_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+  ::onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(::onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  return t;
+}
+
+::onnx::NodeProto* add_node(::onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& in,
+                            const std::vector<std::string>& out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(out[0]);
+  for (const auto& s : in) n->add_input(s);
+  for (const auto& s : out) n->add_output(s);
+  return n;
+}
+
+// y = relu(x W + b): x [batch, 3], W [3, 4], b [4].
+::onnx::ModelProto mlp_model(const std::string& batch) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  set_shape(g->add_input(), "x", ::onnx::TensorProto::FLOAT, {batch, "3"});
+  set_shape(g->add_output(), "y", ::onnx::TensorProto::FLOAT, {batch, "4"});
+  *g->add_initializer() = f32_tensor("W", {3, 4}, {0.5f, -1, 2, 0.25f, 1, 1, -0.5f, 3, -2, 0.75f, 1, -1});
+  *g->add_initializer() = f32_tensor("b", {4}, {0.1f, -0.2f, 0.3f, 0});
+  add_node(g, "Gemm", {"x", "W", "b"}, {"h"});
+  add_node(g, "Relu", {"h"}, {"y"});
+  return m;
+}
+
+std::string save(const ::onnx::ModelProto& m, const std::string& dir, const std::string& name = "model.onnx") {
+  const std::string path = (fs::path(dir) / name).string();
+  std::ofstream f(path, std::ios::binary);
+  m.SerializeToOstream(&f);
+  return path;
+}
+
+Tensor weight() { return from_vector(std::vector<double>{0.5, -1, 2, 0.25, 1, 1, -0.5, 3, -2, 0.75, 1, -1}, Shape({3, 4})); }
+Tensor bias() { return from_vector(std::vector<double>{0.1, -0.2, 0.3, 0}, Shape({4})); }
+
+TEST(OnnxImport, AModelRunsEagerCompiledAndDifferentiatedAsKilnsOwnOps) {
+  const kiln::onnx::Model m = kiln::onnx::load(save(mlp_model("2"), temp_dir("mlp")));
+  EXPECT_EQ(m.input_names, std::vector<std::string>{"x"});
+  EXPECT_EQ(m.output_names, std::vector<std::string>{"y"});
+  EXPECT_EQ(m.inputs[0].str(), "f32[2, 3]");
+  const Tensor x = rand({2, 3}, 5, -2, 2);
+  const Tensor want = relu(matmul(x, weight()) + bias());
+  EXPECT_TRUE(allclose(m.fn({x})[0], want, 1e-6, 1e-6));
+  EXPECT_TRUE(allclose(compile(m.fn, m.compile_options())({x})[0], want, 1e-6, 1e-6));
+  // Gradients through the imported model match those through the same ops written here.
+  auto loss_onnx = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(m.fn(in)[0] * m.fn(in)[0])}; };
+  auto loss_kiln = [&](const std::vector<Tensor>& in) {
+    const Tensor y = relu(matmul(in[0], weight()) + bias());
+    return std::vector<Tensor>{sum(y * y)};
+  };
+  EXPECT_TRUE(allclose(grad_fn(loss_onnx, {0})({x})[0], grad_fn(loss_kiln, {0})({x})[0], 1e-5, 1e-6));
+  // The graph lists the imported ops with the model's input name.
+  const std::string listing = m.graph.str();
+  EXPECT_NE(listing.find("matmul"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("%x"), std::string::npos) << listing;
+}
+
+TEST(OnnxImport, NamedDimsTakeTheirSizesAndAnySizeCompiles) {
+  const std::string path = save(mlp_model("batch"), temp_dir("named"));
+  const kiln::onnx::Model m = kiln::onnx::load(path, {{{"batch", 5}}, {}});
+  ASSERT_EQ(m.named_dims.size(), 1u);
+  EXPECT_EQ(m.named_dims[0].second, "batch");
+  EXPECT_EQ(m.inputs[0].str(), "f32[5, 3]");
+  auto f = compile(m.fn, m.compile_options());
+  for (int64_t n : {1, 7}) {
+    const Tensor x = rand({n, 3}, uint64_t(n), -1, 1);
+    EXPECT_TRUE(allclose(f({x})[0], relu(matmul(x, weight()) + bias()), 1e-6, 1e-6)) << n;
+  }
+}
+
+TEST(OnnxImport, ExternalDataIsReadRelativeToTheModel) {
+  const std::string dir = temp_dir("external");
+  ::onnx::ModelProto m = mlp_model("2");
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  const std::string raw = w->raw_data();
+  {
+    std::ofstream f(fs::path(dir) / "weights.bin", std::ios::binary);
+    f << "padding!" << raw;
+  }
+  w->clear_raw_data();
+  w->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto kv = [&](const std::string& k, const std::string& v) {
+    auto* e = w->add_external_data();
+    e->set_key(k), e->set_value(v);
+  };
+  kv("location", "weights.bin"), kv("offset", "8"), kv("length", std::to_string(raw.size()));
+  const kiln::onnx::Model loaded = kiln::onnx::load(save(m, dir));
+  const Tensor x = rand({2, 3}, 9);
+  EXPECT_TRUE(allclose(loaded.fn({x})[0], relu(matmul(x, weight()) + bias()), 1e-6, 1e-6));
+  // A data file shorter than the tensor is an error that says so.
+  fs::resize_file(fs::path(dir) / "weights.bin", 20);
+  try {
+    kiln::onnx::load(save(m, dir));
+    ADD_FAILURE() << "a short external data file loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("weights.bin"), std::string::npos) << e.what();
+  }
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const kiln::onnx::Unsupported& e) {
+    return std::string("unsupported: ") + e.what();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(OnnxImport, MalformedFilesAndUnsupportedOperatorsAreErrorsNotCrashes) {
+  const std::string dir = temp_dir("errors");
+  const std::string good = save(mlp_model("2"), dir);
+  std::string bytes;
+  {
+    std::ifstream f(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  // Every truncation of a valid file, and garbage, is a kiln::Error.
+  for (size_t cut = 1; cut < bytes.size(); cut += 7) {
+    const std::string path = (fs::path(dir) / "cut.onnx").string();
+    std::ofstream(path, std::ios::binary) << bytes.substr(0, cut);
+    const std::string e = error_of([&] { kiln::onnx::load(path); });
+    EXPECT_NE(e, "no error") << "cut at " << cut;
+  }
+  EXPECT_NE(error_of([&] { kiln::onnx::load((fs::path(dir) / "missing.onnx").string()); }).find("cannot open"), std::string::npos);
+  // An operator kiln lacks names the node and the operator.
+  ::onnx::ModelProto m = mlp_model("2");
+  m.mutable_graph()->mutable_node(1)->set_op_type("Frobnicate");
+  std::string e = error_of([&] { kiln::onnx::load(save(m, dir, "op.onnx")); });
+  EXPECT_NE(e.find("unsupported: node 'y' (Frobnicate): kiln does not support the operator Frobnicate"), std::string::npos) << e;
+  // An element type kiln lacks names the input and the types kiln has.
+  m = mlp_model("2");
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::UINT8);
+  e = error_of([&] { kiln::onnx::load(save(m, dir, "u8.onnx")); });
+  EXPECT_NE(e.find("unsupported: input 'x': element type UINT8 is not supported"), std::string::npos) << e;
+  // raw_data of the wrong size.
+  m = mlp_model("2");
+  m.mutable_graph()->mutable_initializer(0)->mutable_raw_data()->resize(10);
+  e = error_of([&] { kiln::onnx::load(save(m, dir, "raw.onnx")); });
+  EXPECT_NE(e.find("initializer 'W': raw_data holds 10 bytes, not the 48"), std::string::npos) << e;
+  // A node reading a value nothing defines.
+  m = mlp_model("2");
+  m.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");
+  e = error_of([&] { kiln::onnx::load(save(m, dir, "dangling.onnx")); });
+  EXPECT_NE(e.find("node 'y' (Relu) reads 'nowhere'"), std::string::npos) << e;
+  // Shapes that do not fit are kiln's error with the node named.
+  m = mlp_model("2");
+  *m.mutable_graph()->mutable_initializer(0) = f32_tensor("W", {2, 4}, std::vector<float>(8, 1.0f));
+  e = error_of([&] { kiln::onnx::load(save(m, dir, "shapes.onnx")); });
+  EXPECT_EQ(e.rfind("node 'h' (Gemm): ", 0), 0u) << e;
+}
+
+}  // namespace
