@@ -102,6 +102,11 @@ TEST(OnnxCli, RunGraphAndSupport) {
   out = run_command(std::string(KILN_CLI) + " graph " + model, &status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("softmax"), std::string::npos) << out;
+  const std::string aot_dir = ::testing::TempDir() + "kiln_onnx_aot";
+  out = run_command(std::string(KILN_CLI) + " aot " + model + " -o " + aot_dir + " --name softmax_model", &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_TRUE(std::filesystem::exists(aot_dir + "/softmax_model.a")) << out;
+  EXPECT_TRUE(std::filesystem::exists(aot_dir + "/softmax_model.h")) << out;
   out = run_command(std::string(KILN_CLI) + " onnx-support --filter '^test_(abs|convtranspose)$'", &status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("test_convtranspose"), std::string::npos) << out;
