@@ -598,8 +598,10 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
   }
 
   // `f`'s rows in blocks of `rows` (its outer dims fused into a second block dim), one
-  // thread per row of the block: the loops of a stage over `f`'s vars.
-  void row_blocks(StageWriter s, const FuncInfo& f, int rows) const {
+  // thread per row of the block: the loops of a stage over `f`'s vars. Returns the
+  // innermost block loop, where per-block Funcs go (a Func stored between two block
+  // loops is an error: the rows of a batched attention's softmax put "bo" outermost).
+  std::string row_blocks(StageWriter s, const FuncInfo& f, int rows) const {
     const size_t rd = row_dim(f);
     s.split(f.vars[rd], "bo", "bi", rows, TailStrategy::GuardWithIf);
     std::vector<std::string> blocks = {"bo"};
@@ -614,15 +616,16 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     }
     if (!outer.empty()) blocks = grid("bo", std::ceil(product(f.extents, rd, rd + 1) / rows), outer, product(f.extents, rd + 1));
     s.reorder(blocks).gpu_threads({"bi"}).gpu_blocks(blocks);
+    return blocks[0];
   }
 
   // The partial results of `f`'s rows, computed per block of `host` ("bo"): threads x
   // rows of them in shared memory, each thread summing its slice serially.
   void partial_results_per_block(ScheduleWriter& w, const FuncInfo& f, const std::string& partial,
-                                 const std::string& host) {
+                                 const std::string& host, const std::string& block) {
     const size_t rd = row_dim(f);
     const std::string row = f.vars[rd];
-    w.compute_at(partial, host, "bo");
+    w.compute_at(partial, host, block);
     w.store_in(partial, Halide::MemoryType::GPUShared);  // every thread of the block reads them
     std::vector<std::string> serial;
     for (size_t d = 0; d < f.vars.size(); ++d) {
@@ -655,8 +658,9 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
       return;
     }
     w.compute_root(f.name);
-    for (int stage : {-1, 0}) row_blocks(w.stage(f.name, stage), f, t.rows);
-    partial_results_per_block(w, f, partial, f.name);
+    std::string block;
+    for (int stage : {-1, 0}) block = row_blocks(w.stage(f.name, stage), f, t.rows);
+    partial_results_per_block(w, f, partial, f.name, block);
     result.predicted_s += pr.total_s;
     std::ostringstream o;
     o << f.name << ": " << t.threads << " threads per row (partial results in shared memory), " << t.rows
@@ -712,8 +716,9 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
 
   // `s` computed per block of `host`'s rows into shared memory, the block's threads
   // reading adjacent columns as the host's do.
-  void stage_rows(ScheduleWriter& w, const FuncInfo& s, const std::string& host, const GpuRowTiling& t) {
-    w.compute_at(s.name, host, "bo");
+  void stage_rows(ScheduleWriter& w, const FuncInfo& s, const std::string& host, const std::string& block,
+                  const GpuRowTiling& t) {
+    w.compute_at(s.name, host, block);
     w.store_in(s.name, Halide::MemoryType::GPUShared);
     StageWriter st = w.stage(s.name);
     st.split(s.vars[0], "sxo", "sxi", t.threads, TailStrategy::GuardWithIf);
@@ -788,10 +793,11 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     std::vector<std::string> blocks = {"bo"};
     if (!outer.empty()) blocks = grid("bo", std::ceil(product(h.extents, 1, 2) / t.rows), outer, product(h.extents, 2));
     s.reorder(blocks).gpu_threads({"xi", "bi"}).gpu_blocks(blocks);
+    const std::string block = blocks[0];  // the innermost block loop: per-block Funcs go there
     for (const FuncInfo* f : members) {
       std::string why;
       const std::string partial = rfactor_row(w, *f, t.threads, &why);
-      w.compute_at(f->name, h.name, "bo");
+      w.compute_at(f->name, h.name, block);
       w.store_in(f->name, Halide::MemoryType::GPUShared);  // each row's result, read by the row's threads
       const std::string row = f->vars[row_dim(*f)];
       // The update reduces the partial results (over rxi), or, where there are none, the
@@ -808,14 +814,14 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
       update_order.push_back(row);
       w.stage(f->name).reorder(pure_order).gpu_threads({row});
       w.stage(f->name, 0).reorder(update_order).gpu_threads({row});
-      if (!partial.empty()) partial_results_per_block(w, *f, partial, h.name);
+      if (!partial.empty()) partial_results_per_block(w, *f, partial, h.name, block);
       decide("schedule", f->name + ": computed per block of rows of " + h.name +
                              (partial.empty() ? " (serial per row: Halide cannot rfactor it: " + why + ")"
                                               : " (" + std::to_string(t.threads) + " partial results per row)"));
     }
     std::string staged_names;
     for (const std::string& name : staged) {
-      stage_rows(w, info.at(name), h.name, t);
+      stage_rows(w, info.at(name), h.name, block, t);
       staged_names += (staged_names.empty() ? "" : ", ") + name;
     }
     result.predicted_s += pr.total_s;

@@ -32,6 +32,11 @@ struct VendorOperandSources {
   std::function<Halide::Expr(const Dim&)> extent;
 };
 
+// For code generation without a GPU (tests, AOT checks): lowering then takes cuBLASLt as
+// present, so the stages and their schedules are built and compiled; running them still
+// needs the library and a GPU. Off by default.
+void set_vendor_codegen_without_gpu(bool on);
+
 // The cuBLASLt stage for matmul node `n`, or nothing where kiln's own kernel computes it
 // (logged under KILN_LOG=schedule with the reason). `stored` receives the Funcs the stage
 // reads, which must be computed at root.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/cuda_context.h"
+#include "core/device.h"
 #include "runtime/cublaslt_abi.h"
 
 namespace kiln::vendor {
@@ -256,8 +257,26 @@ extern "C" int kiln_cublaslt_matmul(halide_buffer_t* a, halide_buffer_t* b, int 
 
   std::string why;
   if (!cublaslt_available(&why)) return fail(why);
-  if (!a->device || !b->device || !out->device) {
-    return fail("an operand or the output is not on the GPU (the stage must be defined with DeviceAPI::CUDA)");
+  // Halide hands a CUDA extern stage a pipeline input as the caller left it: host tensors
+  // given to a host-cuda pipeline arrive without device memory (an H100 run failed so).
+  // Operands whose host copy is the newer go to the GPU; the output gets device memory.
+  const halide_device_interface_t* cuda = nullptr;
+  try {
+    cuda = kiln::cuda_device_interface();
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  for (halide_buffer_t* x : {a, b}) {
+    if (!x->device || x->host_dirty()) {
+      if (int e = cuda->copy_to_device(nullptr, x, cuda); e != 0) {
+        return fail("copying an operand to the GPU failed (Halide error " + std::to_string(e) + ")");
+      }
+    }
+  }
+  if (!out->device) {
+    if (int e = cuda->device_malloc(nullptr, out, cuda); e != 0) {
+      return fail("allocating the output on the GPU failed (Halide error " + std::to_string(e) + ")");
+    }
   }
   const int bytes = out->type.bytes();
   int type = 0, compute = 0;

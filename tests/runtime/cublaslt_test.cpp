@@ -11,6 +11,8 @@
 #include "core/log_capture.h"
 #include "core/scoped_env.h"
 #include "kiln.h"
+#include "lower/kernel.h"
+#include "lower/target.h"
 #include "lower/vendor_matmul.h"
 #include "runtime/cublaslt.h"
 
@@ -118,6 +120,31 @@ TEST(CublasLt, Tf32IsOffUnlessTheUserAllowsIt) {
   EXPECT_TRUE(matmul_allow_tf32());
   set_matmul_allow_tf32(false);
   EXPECT_FALSE(matmul_allow_tf32());
+}
+
+// Code generation with cuBLASLt stages needs no GPU: the stages, the Funcs they read and
+// the kernels around them are built and compiled for CUDA. Causal attention, batched as
+// kiln bench's: its softmax rows became a row reduction whose per-block partial results
+// Halide refused ("cannot be scheduled in between GPU block loops") on an H200.
+TEST(CublasLt, AttentionWithVendorStagesGeneratesCudaCode) {
+  set_vendor_codegen_without_gpu(true);
+  ScopedEnv on("KILN_VENDOR", "on");
+  const int64_t B = 8, H = 16, S = 1024, D = 64;
+  Tensor mask = triu(ones({S, S}), 1) > 0.5;
+  auto attention = [mask](const std::vector<Tensor>& in) {
+    Tensor s = matmul(in[0], transpose(in[1], -1, -2)) * 0.125;
+    return std::vector<Tensor>{matmul(softmax(where(mask, scalar(-INFINITY), s), -1), in[2])};
+  };
+  const Graph g = trace(attention, {randn({B, H, S, D}, 1), randn({B, H, S, D}, 2), randn({B, H, S, D}, 3)});
+  const Halide::Target cuda = parse_target("host-cuda");
+  const std::string log = logged("schedule", [&] {
+    EXPECT_NO_THROW({
+      LoweredGraph lowered = lower_and_schedule(g, cuda, {}, /*vendor_kernels=*/true);
+      lowered.pipeline().compile_to_module(lowered.arguments(), "attention", cuda);
+    });
+  });
+  set_vendor_codegen_without_gpu(false);
+  EXPECT_TRUE(mentions(log, "cuBLASLt (KILN_VENDOR=on)")) << log;
 }
 
 // ---- on the GPU ------------------------------------------------------------------------
