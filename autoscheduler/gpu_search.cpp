@@ -61,6 +61,26 @@ size_t first_best(const std::vector<std::pair<Choice, GpuPrediction>>& scored) {
   return b;
 }
 
+// The Funcs that `what` (a Function's definitions, or some values) calls, directly.
+struct HalideCalls : Halide::Internal::IRGraphVisitor {
+  std::vector<std::string> names;
+  using Halide::Internal::IRGraphVisitor::visit;
+  void visit(const Halide::Internal::Call* c) override {
+    if (c->call_type == Halide::Internal::Call::Halide) names.push_back(c->name);
+    Halide::Internal::IRGraphVisitor::visit(c);
+  }
+};
+std::vector<std::string> halide_calls(const Halide::Internal::Function& f) {
+  HalideCalls calls;
+  f.accept(&calls);
+  return calls.names;
+}
+std::vector<std::string> halide_calls(const std::vector<Halide::Expr>& values) {
+  HalideCalls calls;
+  for (const Halide::Expr& v : values) v.accept(&calls);
+  return calls.names;
+}
+
 using GpuTiling = GpuContractionTiling;
 
 // Of the runner-ups kept per decision, those predicted within 0.1% of each other: two.
@@ -691,16 +711,7 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     while (!todo.empty()) {
       const std::string name = todo.back();
       todo.pop_back();
-      struct Calls : Halide::Internal::IRGraphVisitor {
-        std::vector<std::string> names;
-        using Halide::Internal::IRGraphVisitor::visit;
-        void visit(const Halide::Internal::Call* c) override {
-          if (c->call_type == Halide::Internal::Call::Halide) names.push_back(c->name);
-          Halide::Internal::IRGraphVisitor::visit(c);
-        }
-      } calls;
-      info.at(name).function.accept(&calls);
-      for (const std::string& c : calls.names) {
+      for (const std::string& c : halide_calls(info.at(name).function)) {
         if (!seen.insert(c).second || !info.funcs.count(c)) continue;
         if (inlined.at(c)) todo.push_back(c);
       }
@@ -721,16 +732,7 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
         if (!Halide::Internal::as_const_int(rv.extent)) return {};
       }
       bytes += double(t.threads + 1) * t.rows * f->bytes;
-      struct Calls : Halide::Internal::IRGraphVisitor {
-        std::vector<std::string> names;
-        using Halide::Internal::IRGraphVisitor::visit;
-        void visit(const Halide::Internal::Call* c) override {
-          if (c->call_type == Halide::Internal::Call::Halide) names.push_back(c->name);
-          Halide::Internal::IRGraphVisitor::visit(c);
-        }
-      } calls;
-      for (const Halide::Expr& v : f->function.update(0).values()) v.accept(&calls);
-      for (const std::string& c : calls.names) {
+      for (const std::string& c : halide_calls(f->function.update(0).values())) {
         if (!info.funcs.count(c) || !inlined.at(c) || is_fixed(c) || kernel.count(c)) continue;
         if (std::find(staged.begin(), staged.end(), c) != staged.end()) continue;
         const FuncInfo& s = info.at(c);

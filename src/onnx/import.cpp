@@ -20,18 +20,7 @@ std::string read_file(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
-size_t element_bytes(DType t) {
-  switch (t) {
-    case DType::Bool: return 1;
-    case DType::F16:
-    case DType::BF16: return 2;
-    case DType::I32:
-    case DType::F32: return 4;
-    case DType::I64:
-    case DType::F64: return 8;
-  }
-  return 4;
-}
+size_t element_bytes(DType t) { return size_t(dtype_bytes(t)); }
 
 // An identifier for a graph listing or a generated C++ argument: "input.1" -> "input_1".
 std::string identifier(const std::string& name, size_t k) {
