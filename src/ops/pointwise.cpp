@@ -298,49 +298,81 @@ std::optional<double> float_constant(const Expr& x) {
   return std::nullopt;
 }
 
-// A float's bits as a signed integer. A constant's are computed here: a reinterpreted
-// infinite constant compiled to garbage (f16 -inf compared equal to nothing).
-Expr float_bits(const Expr& x) {
-  const Halide::Type t = Halide::Int(x.type().bits(), x.type().lanes());
-  if (const std::optional<double> v = float_constant(x); v && (t.bits() == 32 || t.bits() == 64)) {
-    int64_t bits = 0;
-    if (t.bits() == 64) {
-      std::memcpy(&bits, &*v, 8);
-    } else {
-      const float f = float(*v);
-      int32_t b32;
-      std::memcpy(&b32, &f, 4);
-      bits = b32;
-    }
-    return Halide::Internal::make_const(t, bits);
+// A float operand of a comparison as an integer key: its bits (the value's own, or the
+// 16-bit value a widened f16/bf16 came from), NaN tested on them. Constants' bits are
+// computed here. Halide's simplifier takes floats to be finite, and bounds a widened f16
+// by +-65504: through either, x == inf (or -inf) compiled to false.
+struct FloatKey {
+  Expr bits;    // signed integer of the operand's width
+  Expr is_nan;
+};
+
+// The 16-bit value that `e` widens, if it is a cast from f16/bf16 (of type `narrow`, when
+// given).
+std::optional<Expr> widened_16(const Expr& e, const Halide::Type* narrow) {
+  const auto* c = e.as<Halide::Internal::Cast>();
+  if (!c || !c->value.type().is_float() || c->value.type().bits() != 16) return std::nullopt;
+  if (narrow && c->value.type().element_of() != narrow->element_of()) return std::nullopt;
+  return c->value;
+}
+
+std::optional<FloatKey> constant_key(const Expr& e, const Halide::Type& as) {
+  const std::optional<double> v = float_constant(e);
+  if (!v) return std::nullopt;
+  const Halide::Type it = Halide::Int(as.bits(), e.type().lanes());
+  int64_t bits = 0;
+  double back = *v;
+  if (as.bits() == 64) {
+    std::memcpy(&bits, &*v, 8);
+  } else if (as.bits() == 32) {
+    const float f = float(*v);
+    int32_t b;
+    std::memcpy(&b, &f, 4);
+    bits = b, back = f;
+  } else if (as.is_bfloat()) {
+    const Halide::bfloat16_t h(*v);
+    bits = int16_t(h.to_bits()), back = double(h);
+  } else {
+    const Halide::float16_t h(*v);
+    bits = int16_t(h.to_bits()), back = double(h);
   }
-  return Halide::reinterpret(t, x);
+  if (back != *v && !(std::isnan(back) && std::isnan(*v))) return std::nullopt;  // not exact in `as`
+  return FloatKey{Halide::Internal::make_const(it, bits), Halide::Internal::make_const(Halide::Bool(e.type().lanes()), std::isnan(*v))};
 }
 
-Expr nan_test(const Expr& x) {
-  if (const std::optional<double> v = float_constant(x)) return Halide::Internal::make_const(Halide::Bool(x.type().lanes()), std::isnan(*v));
-  return algo::is_nan(x);
+FloatKey value_key(const Expr& v) {
+  return {Halide::reinterpret(Halide::Int(v.type().bits(), v.type().lanes()), v), algo::is_nan(v)};
 }
 
-// A float's bits as a signed integer in the order of the values (-0 just below +0).
-Expr ordered_bits(const Expr& x) {
-  const Halide::Type t = Halide::Int(x.type().bits(), x.type().lanes());
-  const Expr i = float_bits(x);
-  return Halide::select(i < 0, i ^ Halide::Internal::make_const(t.element_of(), (int64_t(1) << (t.bits() - 1)) - 1), i);
+// Keys for a and b of one width: 16 bits where both are widened f16/bf16 values or
+// constants exact in that type, else the operands' own width.
+std::pair<FloatKey, FloatKey> float_keys(const Expr& a, const Expr& b) {
+  std::optional<Expr> na = widened_16(a, nullptr), nb = widened_16(b, nullptr);
+  if (na || nb) {
+    const Halide::Type narrow = (na ? *na : *nb).type();
+    if (na && !nb) nb = widened_16(b, &narrow);
+    if (nb && !na) na = widened_16(a, &narrow);
+    std::optional<FloatKey> ka = na ? std::optional<FloatKey>(value_key(*na)) : constant_key(a, narrow);
+    std::optional<FloatKey> kb = nb ? std::optional<FloatKey>(value_key(*nb)) : constant_key(b, narrow);
+    if (ka && kb) return {*ka, *kb};
+  }
+  auto key = [&](const Expr& e) { return constant_key(e, e.type()).value_or(value_key(e)); };
+  return {key(a), key(b)};
 }
 
-// Comparisons are false when either side is NaN (ne: true), tested on the bits. Floats
-// compare as integers: Halide's simplifier takes floats to be finite and folded x == inf
-// (a constant) to false, so compiled isinf-by-comparison said no infinity was one.
+// Comparisons are false when either side is NaN (ne: true). Floats compare as integers
+// ordered like the values (-0 just below +0, and equal to it).
 template <int Op>
 Expr compare(Expr a, Expr b) {
   if (!a.type().is_float() || a.type() != b.type()) {
     return Op == 0 ? a == b : Op == 1 ? a != b : Op == 2 ? a < b : Op == 3 ? a <= b : Op == 4 ? a > b : a >= b;
   }
-  const Halide::Type it = Halide::Int(a.type().bits(), a.type().lanes());
+  const auto [fa, fb] = float_keys(a, b);
+  const Halide::Type it = fa.bits.type();
   const Expr mag = Halide::Internal::make_const(it.element_of(), (int64_t(1) << (it.bits() - 1)) - 1);
-  const Expr both_zero = ((float_bits(a) | float_bits(b)) & mag) == 0;
-  const Expr ka = ordered_bits(a), kb = ordered_bits(b);
+  auto ordered = [&](const Expr& i) { return Halide::select(i < 0, i ^ mag, i); };
+  const Expr both_zero = ((fa.bits | fb.bits) & mag) == 0;
+  const Expr ka = ordered(fa.bits), kb = ordered(fb.bits);
   const Expr equal = ka == kb || both_zero;
   const Expr r = Op == 0 ? equal
                  : Op == 1 ? !equal
@@ -348,7 +380,7 @@ Expr compare(Expr a, Expr b) {
                  : Op == 3 ? ka <= kb || both_zero
                  : Op == 4 ? ka > kb && !both_zero
                            : ka >= kb || both_zero;
-  return Halide::select(nan_test(a) || nan_test(b), Halide::cast<bool>(Op == 1), r);
+  return Halide::select(fa.is_nan || fb.is_nan, Halide::cast<bool>(Op == 1), r);
 }
 Expr to_bool(Expr a) { return algo::nonzero(a); }
 

@@ -477,9 +477,9 @@ TEST(Pad, ABoolTensorPadsWithTheTruthOfTheValue) {
 namespace {
 
 // Found by ONNX's isinf tests: Halide's simplifier takes floats to be finite and folded a
-// compiled x == inf to false. Every comparison against infinite, NaN and signed-zero
-// constants, compiled as eager and the C++ reference. (f16 against a -inf constant is
-// still wrong compiled, an open finding of issue 34.)
+// compiled x == inf to false, and bounds a widened f16 by +-65504 (so f16 -inf == -inf was
+// false too). Every comparison against infinite, NaN and signed-zero constants, compiled
+// as eager and the C++ reference, in every float type.
 TEST(BinaryOps, ComparisonsWithInfinitiesNanAndZerosCompileExactly) {
   const std::vector<double> values = {1, INFINITY, -INFINITY, NAN, 0.0, -0.0, 3e38, -1e-40};
   using Cmp = Tensor (*)(const Tensor&, double);
@@ -487,7 +487,7 @@ TEST(BinaryOps, ComparisonsWithInfinitiesNanAndZerosCompileExactly) {
       {eq, [](double a, double b) { return a == b; }}, {ne, [](double a, double b) { return a != b; }},
       {lt, [](double a, double b) { return a < b; }},  {le, [](double a, double b) { return a <= b; }},
       {gt, [](double a, double b) { return a > b; }},  {ge, [](double a, double b) { return a >= b; }}};
-  for (DType t : {DType::F32, DType::F64}) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
     const Tensor x = cast(from_vector(values, Shape({int64_t(values.size())})), t);
     const std::vector<double> xv = x.to_doubles();
     for (size_t o = 0; o < ops.size(); ++o) {
