@@ -58,7 +58,7 @@ class OpGenerator : public Halide::Generator<T> {
       extents.push_back(e);
     }
     lowered_ = lower_spec(spec_, funcs, extents, *out_, this->get_target());
-    lower_bf16_casts_for(this->get_target(), {*out_});
+    lower_half_casts_for(this->get_target(), {*out_});
   }
 
   void schedule() {

@@ -41,27 +41,65 @@ Expr to_f32_for_bf16(const Expr& v) {
   return f64_to_f32_round_to_odd(Halide::cast(Halide::Float(64, l), v));
 }
 
-class Bf16Casts : public Halide::Internal::IRMutator {
+bool is_f16(const Type& t) { return t.is_float() && !t.is_bfloat() && t.bits() == 16; }
+
+// `bf16`: every cast to or from bf16 (CUDA); `widen_f16`: casts from f16 too.
+class HalfCasts : public Halide::Internal::IRMutator {
+ public:
+  HalfCasts(bool bf16, bool widen_f16) : bf16_(bf16), widen_f16_(widen_f16) {}
+
+ private:
   using IRMutator::visit;
+  bool bf16_, widen_f16_;
 
   Expr visit(const Halide::Internal::Cast* op) override {
     const Expr value = mutate(op->value);
     const Type to = op->type, from = value.type();
+    if (from == to) return value;
     if (from.is_bfloat() && to.is_bfloat()) return value;
     if (from.is_bfloat()) {
       const Expr f = bf16_bits_to_f32(value);
       return to == f.type() ? f : Halide::cast(to, f);
     }
-    if (to.is_bfloat()) return f32_to_bf16_bits(to_f32_for_bf16(value));
+    if (widen_f16_ && is_f16(from) && !to.is_bfloat()) {
+      const Expr f = f16_bits_to_f32(value);
+      return to == f.type() ? f : Halide::cast(to, f);
+    }
+    if (to.is_bfloat() && bf16_) {
+      return f32_to_bf16_bits(is_f16(from) ? f16_bits_to_f32(value) : to_f32_for_bf16(value));
+    }
     return value.same_as(op->value) ? Expr(op) : Halide::Internal::Cast::make(to, value);
   }
 };
+
+void mutate_all(const std::vector<Halide::Func>& outputs, Halide::Internal::IRMutator* m) {
+  std::vector<Halide::Internal::Function> roots;
+  for (const Halide::Func& f : outputs) roots.push_back(f.function());
+  for (auto& [name, fn] : Halide::Internal::build_environment(roots)) {
+    (void)name;
+    Halide::Internal::Function copy = fn;
+    copy.mutate(m);
+  }
+}
 
 }  // namespace
 
 Expr bf16_bits_to_f32(const Expr& x) {
   const int l = x.type().lanes();
   return Halide::reinterpret(Halide::Float(32, l), Halide::cast(u32(l), Halide::reinterpret(u16(l), x)) << k32(16));
+}
+
+Expr f16_bits_to_f32(const Expr& x) {
+  const int l = x.type().lanes();
+  const Expr h = Halide::cast(u32(l), Halide::reinterpret(u16(l), x));
+  const Expr sign = (h & k32(0x8000)) << k32(16), em = h & k32(0x7fff);
+  // Normal: the exponent rebiased (127 - 15) and the mantissa moved up; inf and NaN keep
+  // an all-ones exponent; zeros and subnormals are exactly em * 2^-24.
+  const Expr normal = (em << k32(13)) + k32(uint32_t(127 - 15) << 23);
+  const Expr special = k32(0x7f800000) | ((em & k32(0x3ff)) << k32(13));
+  const Expr tiny = Halide::reinterpret(u32(l), Halide::cast(Halide::Float(32, l), em) * Halide::Expr(1.0f / 16777216.0f));
+  const Expr bits = Halide::select(em >= k32(0x7c00), special, em >= k32(0x400), normal, tiny);
+  return Halide::reinterpret(Halide::Float(32, l), sign | bits);
 }
 
 Expr f32_to_bf16_bits(const Expr& x) {
@@ -74,18 +112,13 @@ Expr f32_to_bf16_bits(const Expr& x) {
 }
 
 void lower_bf16_casts(const std::vector<Halide::Func>& outputs) {
-  std::vector<Halide::Internal::Function> roots;
-  for (const Halide::Func& f : outputs) roots.push_back(f.function());
-  Bf16Casts m;
-  for (auto& [name, fn] : Halide::Internal::build_environment(roots)) {
-    (void)name;
-    Halide::Internal::Function copy = fn;
-    copy.mutate(&m);
-  }
+  HalfCasts m(true, false);
+  mutate_all(outputs, &m);
 }
 
-void lower_bf16_casts_for(const Halide::Target& target, const std::vector<Halide::Func>& outputs) {
-  if (target.has_feature(Halide::Target::CUDA)) lower_bf16_casts(outputs);
+void lower_half_casts_for(const Halide::Target& target, const std::vector<Halide::Func>& outputs) {
+  HalfCasts m(target.has_feature(Halide::Target::CUDA), true);
+  mutate_all(outputs, &m);
 }
 
 }  // namespace kiln

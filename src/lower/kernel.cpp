@@ -69,7 +69,7 @@ LoweredGraph lower_and_schedule(const Graph& graph, const Halide::Target& target
     options.vendor_kernels = vendor_kernels && target.has_feature(Halide::Target::CUDA);
     options.target = target;
     LoweredGraph lowered = lower_to_halide(graph, nullptr, options);
-    lower_bf16_casts_for(target, lowered.outputs);
+    lower_half_casts_for(target, lowered.outputs);
     (schedule ? schedule : ScheduleFn(apply_default_schedule))(lowered, target);
     return lowered;
   });

@@ -292,3 +292,23 @@ TEST(Grad, ZeroGradientsTimesNaNAreNaN) {
   for (const Tensor& g : {eager[0], compiled[0]})
     for (double v : g.to_doubles()) EXPECT_TRUE(std::isnan(v)) << g.str();
 }
+
+namespace {
+
+// kiln_fuzz seed 3103, program 306: Halide bounds a widened f16 as finite and folded the
+// compiled 0 * sigmoid'(NaN) of this gradient to 0. The chain rule gives NaN, as eager does.
+TEST(Grad, CompiledF16GradientsKeepNaNThroughZeroDerivatives) {
+  using namespace kiln;
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    const Tensor x = from_vector(std::vector<double>{1.0, 1.0, 2.0, NAN}, Shape{2, 2}, t);
+    const Tensor w = rand(Shape{2, 2}, 1000, 0.5, 1.5, t);
+    auto loss = [&](const Tensor& v) { return sum(ceil(softplus(v)) * w); };
+    const std::vector<double> got = compile(grad(loss, {0}))({x})[0].to_doubles();
+    const std::vector<double> eager = grad(loss, {0})({x})[0].to_doubles();
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(got[i], 0.0) << dtype_name(t);
+    EXPECT_TRUE(std::isnan(got[3])) << dtype_name(t) << " compiled " << got[3];
+    EXPECT_TRUE(std::isnan(eager[3])) << dtype_name(t) << " eager " << eager[3];
+  }
+}
+
+}  // namespace

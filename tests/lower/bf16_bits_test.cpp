@@ -108,6 +108,25 @@ TEST(Bf16Bits, F64AndIntegersRoundOnceNotTwice) {
   for (size_t i = 0; i < n.size(); ++i) ASSERT_EQ(out_n(int(i)), nearest_bf16(double(n[i]))) << "i32 " << n[i];
 }
 
+TEST(Bf16Bits, EveryF16WidensToItsF32Exactly) {
+  Halide::Buffer<uint16_t> in(65536);
+  for (int i = 0; i < 65536; ++i) in(i) = uint16_t(i);
+  Halide::Var x;
+  Halide::Func f("widen_f16");
+  f(x) = Halide::reinterpret(Halide::UInt(32), f16_bits_to_f32(Halide::reinterpret(Halide::Float(16), in(x))));
+  Halide::Buffer<uint32_t> out = f.realize({65536});
+  for (int i = 0; i < 65536; ++i) {
+    const int e = (i >> 10) & 0x1f, m = i & 0x3ff;
+    const double mag = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+    const float want = float((i & 0x8000) ? -mag : mag);
+    if (std::isnan(want)) {
+      ASSERT_EQ(out(i), (uint32_t(i & 0x8000) << 16) | 0x7f800000u | (uint32_t(m) << 13)) << std::hex << i;  // payload kept
+    } else {
+      ASSERT_EQ(out(i), bits_of(want)) << std::hex << i;
+    }
+  }
+}
+
 // Halide 21's CUDA back end aborts the process (an LLVM assertion) on a cast to or from
 // bf16: kiln must never hand it one. Code generation only, so it runs without a GPU.
 TEST(Bf16Bits, Bf16ModelsAndEveryCastGenerateCudaCode) {
