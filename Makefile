@@ -6,6 +6,7 @@
 HALIDE_VERSION := 21.0.0
 CMAKE_VERSION  := 3.31.6
 NINJA_VERSION  := 1.11.1.4
+ONNX_VERSION   := 1.23.2
 APT_PACKAGES   := g++ make python3 python3-venv libgtest-dev nlohmann-json3-dev libcli11-dev \
                   libonnx-dev libprotobuf-dev libonnx-testdata
 
@@ -57,6 +58,8 @@ $(STAMP_VENV): $(STAMP_APT)
 	@test -x $(VENV)/bin/pip || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check \
 	    halide==$(HALIDE_VERSION) cmake==$(CMAKE_VERSION) ninja==$(NINJA_VERSION)
+	# ONNX's light models (tests/onnx): the data of the onnx package, not its Python.
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps onnx==$(ONNX_VERSION)
 	@touch $@
 
 # ---- make test-sanitize: the whole build and CTest suite under ASan and UBSan -------------

@@ -21,6 +21,11 @@ struct CaseResult {
 
 CaseResult run_case(const std::string& dir, CaseMode mode = CaseMode::Reference);
 
+// One of ONNX's `light` models (light_<name>.onnx beside light_<name>_output_0.pb, in the
+// onnx Python package): run compiled on ONNX's dummy input (arange(n) / n in the input's
+// shape, named dims 1) and compared at `rtol` (ONNX's: 1e-3, densenet121 2e-3), atol 1e-7.
+CaseResult run_light_model(const std::string& model, double rtol);
+
 // The test case folders under `root` (those holding a model.onnx), sorted by name.
 std::vector<std::string> case_dirs(const std::string& root);
 

@@ -517,12 +517,19 @@ Outs avg_pool_op(const NodeContext& c) {
   }
   const bool include_pad = c.attrs.i("count_include_pad", 0) != 0;
   if (!w.pooling_pads()) {
-    if (!include_pad || c.attrs.i("ceil_mode", 0)) {
-      c.unsupported("uneven pads, or pads over half the window, are supported only with count_include_pad = 1 and "
-                    "ceil_mode = 0");
-    }
+    if (c.attrs.i("ceil_mode", 0)) c.unsupported("uneven pads, or pads over half the window, with ceil_mode are not supported");
+    const Window unpadded = w;
     x = pad_spatial(x, w, 0.0);
     std::fill(w.begin.begin(), w.begin.end(), 0);
+    if (!include_pad) {
+      // The mean of the window's cells inside the input: the padded sum over the count of
+      // input cells, each an average over the whole window.
+      const Tensor inside = pad_spatial(ones(c.in(0).shape(), x.dtype()), unpadded, 0.0);
+      auto pool = [&](const Tensor& t) {
+        return avg_pool2d(to_2d(t, s), two(w.kernel, s, 1), two(w.strides, s, 1), two(w.begin, s, 0), false, true);
+      };
+      return {from_2d(pool(x) / pool(inside), s)};
+    }
   }
   Tensor y = avg_pool2d(to_2d(x, s), two(w.kernel, s, 1), two(w.strides, s, 1), two(w.begin, s, 0),
                         c.attrs.i("ceil_mode", 0) != 0, include_pad);
