@@ -58,12 +58,14 @@ Expr exp(const Expr& x) {
   // Below the smallest normal result Halide's exp would build 2^k in an exponent field that
   // cannot hold it (exp(-95.0f) came out 0, not 5.5e-42): exp(x + 64 ln2) * 2^-64 instead,
   // which rounds into the subnormals as IEEE does (and to zero where kiln flushes them).
+  // One exp per element: a select of two exps computes both (it doubled the seed's time on
+  // the GPU and its exp's on the CPU); the scale by 1 leaves a normal result exact.
   const double normal_limit = t.bits() == 64 ? -708.3964185322641 : -87.33654475055310898657;
-  const Expr subnormal = Halide::strict_float(Halide::exp(x + constant(t, 64 * 0.6931471805599453)) *
-                                              constant(t, std::ldexp(1.0, -64)));
+  const Expr tiny = Halide::strict_float(x < constant(t, normal_limit));
+  const Expr arg = Halide::select(tiny, Halide::strict_float(x + constant(t, 64 * 0.6931471805599453)), x);
+  const Expr scaled = Halide::strict_float(Halide::exp(arg) * Halide::select(tiny, constant(t, std::ldexp(1.0, -64)), constant(t, 1)));
   Expr y = Halide::select(Halide::strict_float(x > constant(t, overflow_threshold(t))), infinity(t),
-                          Halide::strict_float(x < constant(t, underflow_threshold(t))), constant(t, 0),
-                          Halide::strict_float(x < constant(t, normal_limit)), subnormal, Halide::exp(x));
+                          Halide::strict_float(x < constant(t, underflow_threshold(t))), constant(t, 0), scaled);
   return algo::propagate_nan(x, y);
 }
 
@@ -76,8 +78,9 @@ Expr log_of_normalized(const Expr& x) {
   const int k = t.bits() == 64 ? 54 : 24;  // more than the mantissa's bits
   const double smallest_normal = t.bits() == 64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38;
   const Expr subnormal = Halide::strict_float(x > constant(t, 0)) && Halide::strict_float(x < constant(t, smallest_normal));
-  const Expr scaled = Halide::strict_float(Halide::log(x * constant(t, std::ldexp(1.0, k))) - constant(t, k * 0.6931471805599453));
-  return Halide::select(subnormal, scaled, Halide::log(x));
+  // One log per element, as exp above.
+  const Expr l = Halide::log(Halide::select(subnormal, Halide::strict_float(x * constant(t, std::ldexp(1.0, k))), x));
+  return Halide::select(subnormal, Halide::strict_float(l - constant(t, k * 0.6931471805599453)), l);
 }
 
 }  // namespace
