@@ -384,8 +384,15 @@ std::vector<OpDef> shape_ops() {
         auto v = algo::vars(r);
         std::vector<Expr> idx(v.begin(), v.end());
         int h = r - 1 - s.axis;
-        idx[size_t(h)] = int(s.start) + v[size_t(h)] * int(s.step);
         Func f("slice");
+        if (s.size == 0) {
+          // Nothing to read: an empty slice starting past the input's end (x[:, 3:4] of a
+          // [1, 1] x starts at 1) made Halide's bounds check refuse the input at run time,
+          // from a gradient that never reads it (kiln_fuzz seed 3103, program 179).
+          f(v) = algo::constant(algo::halide_type(c.output.dtype), 0);
+          return f;
+        }
+        idx[size_t(h)] = int(s.start) + v[size_t(h)] * int(s.step);
         f(v) = in[0](idx);
         return f;
       },

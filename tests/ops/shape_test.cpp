@@ -167,3 +167,24 @@ TEST(ShapeOps, ConcatOfEmptyTensorsAndClampWithMinAboveMax) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace {
+
+// kiln_fuzz seed 3103, program 179: an empty slice that starts past the input's end
+// (x[:, 3:4] of a [1, 1] x) made Halide's bounds check refuse the compiled gradient
+// ("Input buffer x0 is accessed at 1, which is beyond the max (0)").
+TEST(Slice, EmptySlicesPastTheEndCompileWithTheirGradients) {
+  using namespace kiln;
+  const Tensor x = from_vector(std::vector<double>{1.0}, Shape{1, 1}, DType::F32);
+  const Tensor w = zeros(Shape{0}), b = zeros(Shape{0});
+  auto loss = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return sum(layer_norm(slice(x, 1, 3, 4, 1), {0}, w, b) * 2.0);
+  };
+  const std::vector<Tensor> g = compile(grad(loss, {0, 1, 2}))({x, w, b});
+  EXPECT_EQ(g[0].to_doubles(), std::vector<double>{0.0});
+  EXPECT_EQ(g[1].numel(), 0);
+  auto f = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{slice(in[0], 1, 3, 4, 1) + 1.0}; };
+  EXPECT_EQ(compile(f)({x})[0].shape(), Shape({1, 0}));
+}
+
+}  // namespace
