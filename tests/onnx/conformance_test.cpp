@@ -68,9 +68,10 @@ TEST(OnnxConformance, ModelSetsPassOrAreUnsupported) {
 
 // ONNX's nine light models (AlexNet ... ZFNet-512), from the onnx Python package that
 // make installs into .venv; compiled, on ONNX's dummy inputs, against ONNX's outputs. All
-// nine pass; densenet121 and inception_v2 take 225 s and 61 s to compile on the 2-core VM
-// (kiln's compile time on large graphs, an open item), so CI runs them only with
-// KILN_TEST_ALL_LIGHT_MODELS=1.
+// nine pass, but compiling them takes 6 minutes on the 2-core VM (densenet121 225 s,
+// inception_v2 61 s, resnet50 24 s, shufflenet 21 s, inception_v1 15 s: kiln's compile
+// time on large graphs is an open item), so CI runs the four that compile fastest
+// (alexnet, squeezenet, zfnet512, vgg19) and KILN_TEST_ALL_LIGHT_MODELS=1 runs all.
 TEST(OnnxConformance, LightModelsMatchOnnxsOutputs) {
   const bool all = std::getenv("KILN_TEST_ALL_LIGHT_MODELS") != nullptr;
   const std::string dir = KILN_ONNX_LIGHT_DIR;
@@ -82,7 +83,9 @@ TEST(OnnxConformance, LightModelsMatchOnnxsOutputs) {
     const std::string path = e.path().string();
     if (e.path().extension() != ".onnx") continue;
     ++models;
-    if (!all && (path.find("densenet121") != std::string::npos || path.find("inception_v2") != std::string::npos)) {
+    const bool fast = path.find("alexnet") != std::string::npos || path.find("squeezenet") != std::string::npos ||
+                      path.find("zfnet512") != std::string::npos || path.find("vgg19") != std::string::npos;
+    if (!all && !fast) {
       std::printf("%s: not run (KILN_TEST_ALL_LIGHT_MODELS=1 runs it)\n", path.c_str());
       continue;
     }

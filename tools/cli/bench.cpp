@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "models/seed.h"
 #include "runtime/timing.h"
 #include "kiln.h"
+#include "onnx/onnx.h"
 #include "lower/scheduler.h"
 
 namespace kiln::cli {
@@ -30,6 +32,8 @@ struct BenchArgs {
   double max_seconds = 20;  // per implementation; heavy workloads stop early (>= 5 reps)
   // Schedulers of the compiled rows (CompileOptions::scheduler).
   std::vector<std::string> schedulers = {"default"};
+  // --onnx: the ONNX models in this folder instead of the suite.
+  std::string onnx_dir;
 };
 
 struct Workload {
@@ -159,10 +163,13 @@ std::vector<Workload> workloads(bool gpu) {
   return w;
 }
 
+int bench_onnx(const BenchArgs& a);
+
 int bench(const BenchArgs& a) {
   if (a.target != "host" && a.target != "host-cuda") {
     user_error("bench: --target must be host or host-cuda, not '", a.target, "'");
   }
+  if (!a.onnx_dir.empty()) return bench_onnx(a);
   const bool gpu = a.target == "host-cuda";
   if (gpu && !cuda_available()) user_error("bench: --target host-cuda needs a usable CUDA GPU; none was found");
   std::vector<Workload> all = workloads(gpu);
@@ -201,6 +208,58 @@ int bench(const BenchArgs& a) {
   return 0;
 }
 
+// ONNX's dummy input for a model (as its backend tests feed the light models): arange(n) / n
+// in f32, named dims 1.
+std::vector<Tensor> onnx_dummy_inputs(const onnx::Model& m) {
+  std::vector<Tensor> inputs;
+  for (const TensorMeta& t : m.inputs) {
+    const int64_t n = t.shape.numel();
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double(float(double(i) / double(n)));
+    inputs.push_back(cast(from_vector(v, t.shape, DType::F64), t.dtype));
+  }
+  return inputs;
+}
+
+// Each model of a folder compiled, timed as the suite is; onnxruntime's side is
+// bench/onnxruntime_suite.py with the same names and inputs.
+int bench_onnx(const BenchArgs& a) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(a.onnx_dir)) user_error("bench: --onnx needs a folder of .onnx files, not '", a.onnx_dir, "'");
+  std::vector<std::string> paths, names;
+  for (const auto& e : fs::directory_iterator(a.onnx_dir)) {
+    if (e.path().extension() == ".onnx") paths.push_back(e.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  for (const std::string& p : paths) names.push_back(fs::path(p).stem().string());
+  if (names.empty()) user_error("bench: no .onnx files in '", a.onnx_dir, "'");
+  const auto selected = name_filter("bench", a.filter, names, "model");
+  const bool gpu = a.target == "host-cuda";
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!selected(names[i])) continue;
+    for (const std::string& scheduler : a.schedulers) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const onnx::Model m = onnx::load(paths[i]);
+      std::vector<Tensor> inputs = onnx_dummy_inputs(m);
+      if (gpu) {
+        for (Tensor& t : inputs) t = t.to(Device::cuda());
+      }
+      CompileOptions opts = m.compile_options();
+      opts.target = a.target;
+      opts.scheduler = scheduler;
+      auto compiled = compile(m.fn, opts);
+      timing::sync(compiled(inputs)[0]);
+      const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::function<Tensor()> run = [&] { return compiled(inputs)[0]; };
+      auto [ms, runs] = measure(run, a.reps, a.max_seconds);
+      BenchRecord r{names[i], compiled_impl(scheduler), gpu ? "cuda" : "cpu", ms, runs};
+      r.compile_s = compile_s;
+      print_bench_json(r);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_bench(CLI::App& kiln, int* status) {
@@ -212,6 +271,10 @@ void add_bench(CLI::App& kiln, int* status) {
   add_seconds_option(c, "--max-seconds", &a->max_seconds, true,
                      "time per implementation, after 5 runs (default 20; 0: no limit)");
   add_scheduler_option(c, &a->schedulers);
+  c->add_option("--onnx", a->onnx_dir,
+                "time the ONNX models in DIR instead (compiled, on ONNX's dummy inputs; compile_s is load to first "
+                "result); bench/onnxruntime_suite.py times onnxruntime on the same")
+      ->type_name("DIR");
   c->callback([a, status] { *status = bench(*a); });
 }
 

@@ -25,6 +25,7 @@ std::string bench_json(const BenchRecord& r) {
   if (r.bytes > 0) j["GBps"] = rounded(r.bytes / r.ms / 1e6, 1);
   if (r.flops > 0) j["TFLOPs"] = rounded(r.flops / r.ms / 1e9, 3);
   if (r.peak_mb >= 0) j["peak_MB"] = rounded(r.peak_mb, 1);
+  if (r.compile_s >= 0) j["compile_s"] = rounded(r.compile_s, 2);
   j["runs"] = r.runs;
   // One line, laid out as Python's json.dumps writes bench/torch_suite.py's lines.
   std::string line = "{";
