@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "graph/interpreter.h"
+#include "ops/api.h"
 #include "onnx/onnx.h"
 
 namespace kiln::onnx {
@@ -60,17 +61,21 @@ std::vector<std::string> input_names_of(const std::string& model) {
 
 }  // namespace
 
+std::vector<Tensor> dummy_inputs(const Model& m) {
+  std::vector<Tensor> inputs;
+  for (const TensorMeta& t : m.inputs) {
+    const int64_t n = t.shape.numel();
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double(float(double(i) / double(n)));
+    inputs.push_back(cast(from_vector(v, t.shape, DType::F64), t.dtype));
+  }
+  return inputs;
+}
+
 CaseResult run_light_model(const std::string& model, double rtol) {
   try {
     const Model m = load(model);
-    std::vector<Tensor> inputs;
-    for (const TensorMeta& t : m.inputs) {
-      if (t.dtype != DType::F32) return {CaseResult::Fail, "a light model's input is not f32"};
-      const int64_t n = t.shape.numel();
-      std::vector<double> v(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double(float(double(i) / double(n)));
-      inputs.push_back(from_vector(v, t.shape, DType::F32));
-    }
+    const std::vector<Tensor> inputs = dummy_inputs(m);
     const std::string stem = model.substr(0, model.size() - std::string(".onnx").size());
     const std::vector<Tensor> got = compile(m.fn, m.compile_options())(inputs);
     for (size_t k = 0; k < got.size(); ++k) {

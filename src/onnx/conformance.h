@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "onnx/onnx.h"
+
 namespace kiln::onnx {
 
 enum class CaseMode {
@@ -25,6 +27,10 @@ CaseResult run_case(const std::string& dir, CaseMode mode = CaseMode::Reference)
 // onnx Python package): run compiled on ONNX's dummy input (arange(n) / n in the input's
 // shape, named dims 1) and compared at `rtol` (ONNX's: 1e-3, densenet121 2e-3), atol 1e-7.
 CaseResult run_light_model(const std::string& model, double rtol);
+
+// ONNX's dummy input for a model, as its backend tests feed the light models: arange(n) / n
+// in each input's shape (named dims 1) and type.
+std::vector<Tensor> dummy_inputs(const Model& m);
 
 // The test case folders under `root` (those holding a model.onnx), sorted by name.
 std::vector<std::string> case_dirs(const std::string& root);

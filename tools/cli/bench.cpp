@@ -18,6 +18,7 @@
 #include "models/seed.h"
 #include "runtime/timing.h"
 #include "kiln.h"
+#include "onnx/conformance.h"
 #include "onnx/onnx.h"
 #include "lower/scheduler.h"
 
@@ -208,19 +209,6 @@ int bench(const BenchArgs& a) {
   return 0;
 }
 
-// ONNX's dummy input for a model (as its backend tests feed the light models): arange(n) / n
-// in f32, named dims 1.
-std::vector<Tensor> onnx_dummy_inputs(const onnx::Model& m) {
-  std::vector<Tensor> inputs;
-  for (const TensorMeta& t : m.inputs) {
-    const int64_t n = t.shape.numel();
-    std::vector<double> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double(float(double(i) / double(n)));
-    inputs.push_back(cast(from_vector(v, t.shape, DType::F64), t.dtype));
-  }
-  return inputs;
-}
-
 // Each model of a folder compiled, timed as the suite is; onnxruntime's side is
 // bench/onnxruntime_suite.py with the same names and inputs.
 int bench_onnx(const BenchArgs& a) {
@@ -240,7 +228,7 @@ int bench_onnx(const BenchArgs& a) {
     for (const std::string& scheduler : a.schedulers) {
       const auto t0 = std::chrono::steady_clock::now();
       const onnx::Model m = onnx::load(paths[i]);
-      std::vector<Tensor> inputs = onnx_dummy_inputs(m);
+      std::vector<Tensor> inputs = onnx::dummy_inputs(m);
       if (gpu) {
         for (Tensor& t : inputs) t = t.to(Device::cuda());
       }
