@@ -19,7 +19,9 @@ set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 install(TARGETS kiln EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # ONNX import, as kiln::onnx: #include "onnx/onnx.h".
 install(TARGETS kiln_onnx EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h")
+# (src/onnx/internal.h is the importer's own: it needs ONNX's protobuf headers.)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h"
+        PATTERN "onnx/internal.h" EXCLUDE)
 # The autoscheduler's types that kiln's scheduling headers name (the rest of autoscheduler/
 # is internal to libkiln and its plugin).
 install(FILES ${PROJECT_SOURCE_DIR}/autoscheduler/fixed_funcs.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/autoscheduler)
