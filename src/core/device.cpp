@@ -31,4 +31,27 @@ const halide_device_interface_t* cuda_device_interface() {
   return Halide::get_device_interface_for_device_api(Halide::DeviceAPI::CUDA, t);
 }
 
+void give_empty_buffer_a_device_handle(Halide::Runtime::Buffer<void>& buffer) {
+  if (buffer.raw_buffer()->device) return;
+  for (int d = 0; d < buffer.dimensions(); ++d) {
+    if (buffer.dim(d).extent() <= 0) {
+      static const uint64_t handle = [] {
+        const cuda::Driver* drv = cuda::driver();
+        uint64_t p = 0;
+        cuda::ScopedContext ctx;
+        if (!drv || !ctx.ok()) user_error("an empty tensor on the GPU: no CUDA driver or context");
+        if (int e = drv->cuMemAlloc(&p, 256); e != 0) {
+          user_error("an empty tensor on the GPU: a 256-byte device allocation failed: ", cuda::error_text(e));
+        }
+        return p;
+      }();
+      const halide_device_interface_t* iface = cuda_device_interface();
+      if (int e = buffer.device_wrap_native(iface, handle); e != 0) {
+        user_error("an empty tensor on the GPU: Halide refused a device handle (error ", e, ")");
+      }
+      return;
+    }
+  }
+}
+
 }  // namespace kiln

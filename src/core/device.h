@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <HalideBuffer.h>
+
 struct halide_device_interface_t;
 
 namespace kiln {
@@ -24,5 +26,12 @@ struct Device {
 bool cuda_available();
 // Halide's JIT device interface for CUDA; throws kiln::Error when no GPU is usable.
 const halide_device_interface_t* cuda_device_interface();
+// Gives an empty buffer (no elements, no device memory) a CUDA device handle, so Halide
+// treats it as resident. Halide's CUDA runtime aborts the process on an allocation of zero
+// bytes (its device_malloc asserts size != 0): an empty tensor moved to the GPU, or an
+// empty input or output of a host-cuda pipeline, would otherwise end the program. The
+// handle is one small allocation shared by every empty buffer, wrapped (never freed).
+// Does nothing to a buffer with elements or with a device handle already.
+void give_empty_buffer_a_device_handle(Halide::Runtime::Buffer<void>& buffer);
 
 }  // namespace kiln

@@ -139,7 +139,9 @@ Tensor Tensor::to(Device device) const {
   if (impl_->device.is_cuda()) return *this;
   const halide_device_interface_t* iface = cuda_device_interface();
   Tensor out = clone();
-  if (int err = out.impl_->buffer.copy_to_device(iface); err != 0) {
+  if (out.numel() == 0) {
+    give_empty_buffer_a_device_handle(out.impl_->buffer);
+  } else if (int err = out.impl_->buffer.copy_to_device(iface); err != 0) {
     user_error("to(cuda): copying ", meta().str(), " to the GPU failed (Halide error ", err, ")");
   }
   out.impl_->device = device;

@@ -131,6 +131,15 @@ std::vector<Tensor> Kernel::run(const std::vector<Tensor>& inputs) const {
   // index clamped to [0, n - 1] of an empty input asks for element 0.)
   if (all_empty && !outputs.empty()) return outputs;
 
+  if (gpu) {
+    for (const Tensor& t : inputs) {
+      if (t.numel() == 0) give_empty_buffer_a_device_handle(t.impl()->buffer);
+    }
+    for (const Tensor& t : outputs) {
+      if (t.numel() == 0) give_empty_buffer_a_device_handle(t.impl()->buffer);
+    }
+  }
+
   ErrorCollectingContext ctx;
   Halide::JITUserContext* ctx_ptr = &ctx;
   std::vector<const void*> argv;

@@ -266,13 +266,23 @@ extern "C" int kiln_cublaslt_matmul(halide_buffer_t* a, halide_buffer_t* b, int 
   } catch (const std::exception& e) {
     return fail(e.what());
   }
+  // Halide's CUDA runtime aborts the process on device memory of zero bytes (an empty sum's
+  // operands, an empty output): those are never copied or allocated.
+  auto empty = [](const halide_buffer_t* x) {
+    for (int d = 0; d < x->dimensions; ++d) {
+      if (x->dim[d].extent <= 0) return true;
+    }
+    return false;
+  };
   for (halide_buffer_t* x : {a, b}) {
+    if (empty(x)) continue;
     if (!x->device || x->host_dirty()) {
       if (int e = cuda->copy_to_device(nullptr, x, cuda); e != 0) {
         return fail("copying an operand to the GPU failed (Halide error " + std::to_string(e) + ")");
       }
     }
   }
+  if (empty(out)) return 0;
   if (!out->device) {
     if (int e = cuda->device_malloc(nullptr, out, cuda); e != 0) {
       return fail("allocating the output on the GPU failed (Halide error " + std::to_string(e) + ")");

@@ -35,6 +35,8 @@ struct BenchArgs {
   std::vector<std::string> schedulers = {"default"};
   // --onnx: the ONNX models in this folder instead of the suite.
   std::string onnx_dir;
+  // --compiled-only: leave out the eager rows (a profiler then sees the compiled kernels alone).
+  bool compiled_only = false;
 };
 
 struct Workload {
@@ -191,7 +193,7 @@ int bench(const BenchArgs& a) {
     TensorFn fn = w.multi ? w.multi : TensorFn([f = w.fn](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in)}; });
     // All outputs come from one stream: synchronizing on the first waits for the rest.
     std::function<Tensor()> eager = [&] { return fn(w.inputs)[0]; };
-    if (w.autocast.empty()) {
+    if (w.autocast.empty() && !a.compiled_only) {
       auto [eager_ms, eager_runs] = measure(eager, a.reps, a.max_seconds);
       report(w, "kiln-eager", label, eager_ms, eager_runs, peak_megabytes(eager));
     }
@@ -259,6 +261,7 @@ void add_bench(CLI::App& kiln, int* status) {
   add_seconds_option(c, "--max-seconds", &a->max_seconds, true,
                      "time per implementation, after 5 runs (default 20; 0: no limit)");
   add_scheduler_option(c, &a->schedulers);
+  c->add_flag("--compiled-only", a->compiled_only, "time the compiled rows only (no kiln-eager rows)");
   c->add_option("--onnx", a->onnx_dir,
                 "time the ONNX models in DIR instead (compiled, on ONNX's dummy inputs; compile_s is load to first "
                 "result); bench/onnxruntime_suite.py times onnxruntime on the same")
