@@ -788,8 +788,12 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     p.step_issue = 2 * load_cycles(h.bytes) + fma_cycles(flops / (h.points() * (members.size() + 1)), m);
     p.flops = flops;
     p.dram_bytes = 2.0 * h.bytes_total();
-    if (!rows_to_stage(h, members, t).empty()) {
-      // One pass over a row from DRAM into shared memory, the others from there.
+    const std::vector<std::string> staged = rows_to_stage(h, members, t);
+    if (!staged.empty()) {
+      // One pass over a row from DRAM into shared memory, the others from there. The
+      // staged rows take shared memory too, which bounds the blocks an SM holds: 32
+      // threads per row with two 4096-column f32 rows staged is 32 KiB for 64 threads.
+      for (const std::string& name : staged) p.smem += double(t.rows) * cols * info.at(name).bytes;
       p.steps += ceil_div(cols, t.threads);
       p.step_latency = (m.gpu_dram_latency + members.size() * kSmemLatency) / (members.size() + 1);
     } else {
@@ -977,6 +981,71 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     decide("schedule", o.str());
   }
 
+  // A column reduction (a bias gradient: [rows, columns] summed over rows). One thread per
+  // column leaves the GPU nearly empty when rows are many and columns few (4096 columns are
+  // 128 warps on 132 SMs, each a chain of 8192 dependent loads: an H100 train step spent
+  // milliseconds there). The rows are split: `chunks` threads per column each reduce every
+  // chunks-th row (adjacent threads read adjacent columns, so loads coalesce), then one
+  // thread per column adds its `chunks` partial results.
+  void schedule_column_reduction(ScheduleWriter& w, const FuncInfo& f) {
+    const double n = f.reduction_trips(), columns = product(f.extents, 0, f.extents.size());
+    const double want = std::min(n / 32, std::max(1.0, double(1 << 17) / std::max(1.0, columns)));
+    const int chunks = want >= 1 ? int(std::min(256.0, std::pow(2.0, std::floor(std::log2(want))))) : 1;
+    if (chunks < 4 || f.vars.size() != 1) {
+      schedule_serial_reduction(w, f, "columns in parallel");
+      return;
+    }
+    std::string all = f.rvars[0];
+    StageWriter update = w.stage(f.name, 0);
+    for (size_t i = 1; i < f.rvars.size(); ++i) {
+      update.fuse(all, f.rvars[i], all + "_" + f.rvars[i]);
+      all += "_" + f.rvars[i];
+    }
+    update.split(all, "ro", "ri", chunks, TailStrategy::GuardWithIf);
+    std::string partial;
+    try {
+      partial = w.rfactor(f.name, "ri", "u");
+    } catch (const Halide::CompileError& e) {
+      schedule_serial_reduction(w, f, std::string("columns in parallel; Halide cannot rfactor it: ") + e.what());
+      return;
+    }
+    const std::string& x = f.vars[0];
+    const int tx = columns >= 64 ? 64 : 32;
+    w.compute_root(f.name);
+    w.compute_root(partial);
+    for (int stage : {-1, 0}) {
+      // rfactor puts u innermost; the row loop stays inside each thread.
+      std::vector<std::string> order = {"tx", "bx", "u"};
+      if (stage == 0) order.insert(order.begin(), "ro");
+      w.stage(partial, stage)
+          .split(x, "bx", "tx", tx, TailStrategy::GuardWithIf)
+          .reorder(order)
+          .gpu_blocks({"bx", "u"})
+          .gpu_threads({"tx"});
+      w.stage(f.name, stage).split(x, "bx", "tx", 128, TailStrategy::GuardWithIf).gpu_blocks({"bx"}).gpu_threads({"tx"});
+    }
+    GpuStagePlan p;
+    p.blocks = std::ceil(columns / tx) * chunks;
+    p.threads = tx;
+    p.steps = std::ceil(n / chunks);
+    p.step_issue = load_cycles(f.bytes) + fma_cycles(f.update_flops, m);
+    p.step_latency = m.gpu_dram_latency;
+    p.dram_bytes = n * columns * f.bytes;
+    GpuStagePlan q;
+    q.blocks = std::ceil(columns / 128);
+    q.threads = 128;
+    q.steps = chunks;
+    q.step_issue = load_cycles(f.bytes);
+    q.step_latency = m.gpu_l2_latency;
+    q.dram_bytes = 2 * columns * chunks * f.bytes;
+    const double t = predict_gpu(p, m).total_s + predict_gpu(q, m).total_s + 2 * m.launch_us * 1e-6;
+    result.predicted_s += t;
+    std::ostringstream o;
+    o << f.name << ": columns reduced in " << chunks << " strided row chunks per column (" << tx
+      << " columns per block), then the partial results per column; predicted " << t * 1e6 << " us";
+    decide("schedule", o.str());
+  }
+
   void schedule_reduction(ScheduleWriter& w, const FuncInfo& f) {
     if (at_thread.count(f.name)) return;  // with its output
     if (f.reduction == ReductionKind::Contraction && f.vars.size() >= 2) {
@@ -989,6 +1058,10 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     }
     if (f.reduction == ReductionKind::Total && f.function.values().size() == 1) {
       schedule_total_reduction(w, f);
+      return;
+    }
+    if (f.reduction == ReductionKind::Column && !f.rvars.empty() && f.function.values().size() == 1) {
+      schedule_column_reduction(w, f);
       return;
     }
     schedule_serial_reduction(w, f, f.reduction == ReductionKind::Other ? "an update kiln does not parallelize"

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/log_capture.h"
 #include "graph/interpreter.h"
 #include "lower/kernel.h"
 #include "lower/scheduler.h"
@@ -319,6 +320,42 @@ TEST(Reductions, RowKernelsOnTheGpu) {
       o.target = "host-cuda";
       const Tensor got = compile(fn, o)(on_gpu)[0].to_host();
       EXPECT_TRUE(allclose(cast(got, DType::F64), cast(want, DType::F64), 1e-4, 1e-5))
+          << "max abs diff " << max_abs_diff(cast(got, DType::F64), cast(want, DType::F64));
+    }
+  }
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine; CUDA code generation was tested above";
+}
+
+TEST(Reductions, ColumnReductionsOnTheGpu) {
+  // Reductions over the outer dims (a bias gradient): rows split into chunks where the
+  // columns alone would leave the GPU idle, one thread per column elsewhere.
+  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  const std::vector<std::pair<std::string, Fn>> fns = {
+      {"sum", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0], {0})}; }},
+      {"sum of a product", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0] * in[0] - 1.0, {0})}; }},
+      {"max", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{max(in[0], {0})}; }},
+      {"mean", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean(in[0], {0})}; }},
+  };
+  const std::vector<Shape> shapes = {Shape({4096, 256}), Shape({1000, 300}), Shape({7, 33}), Shape({3001, 5})};
+  const Halide::Target cuda = parse_target("host-cuda");
+  for (const Shape& shape : shapes) {
+    const std::vector<Tensor> in = {rand(shape, 41, -4, 4)};
+    for (const auto& [name, fn] : fns) {
+      SCOPED_TRACE(name + " of " + shape.str());
+      const Graph g = trace(fn, in);
+      const std::string log = logged("schedule", [&] {
+        EXPECT_NO_THROW({
+          LoweredGraph lowered = lower_and_schedule(g, cuda, make_schedule_fn("Kiln", g, in));
+          lowered.pipeline().compile_to_module(lowered.arguments(), "columns", cuda);
+        });
+      });
+      if (shape == Shape({4096, 256}) && name == "sum") EXPECT_NE(log.find("columns reduced in"), std::string::npos) << log;
+      if (!cuda_available()) continue;
+      const Tensor want = interpret(g, in, InterpretMode::Reference)[0];
+      CompileOptions o;
+      o.target = "host-cuda";
+      const Tensor got = compile(fn, o)({in[0].to(Device::cuda())})[0].to_host();
+      EXPECT_TRUE(allclose(cast(got, DType::F64), cast(want, DType::F64), 1e-4, 1e-4))
           << "max abs diff " << max_abs_diff(cast(got, DType::F64), cast(want, DType::F64));
     }
   }
