@@ -91,7 +91,7 @@ test-sanitize: setup
 # build-fuzz/artifacts/. FUZZ_TARGETS picks some: make fuzz-parsers FUZZ_TARGETS=json FUZZ_SECONDS=600
 FUZZ_BUILD        := build-fuzz
 FUZZ_SECONDS      ?= 30
-FUZZ_TARGETS      ?= json contraction_knobs tuning_db machine_overrides target aot_weights
+FUZZ_TARGETS      ?= json contraction_knobs tuning_db machine_overrides target aot_weights onnx npy
 FUZZ_APT_PACKAGES := clang libclang-rt-dev
 # -timeout=60: the `target` fuzz target's first "host-cuda" JIT-compiles Halide's CUDA runtime once (over 10 s on a busy machine).
 FUZZ_ENV          := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -100,8 +100,10 @@ $(FUZZ_BUILD)/.apt-ok:
 	$(call apt_install,$(FUZZ_APT_PACKAGES))
 	@mkdir -p $(FUZZ_BUILD) && touch $@
 
-fuzz-parsers: setup $(FUZZ_BUILD)/.apt-ok
-	@(test -f $(FUZZ_BUILD)/build.ninja && test -f $(FUZZ_BUILD)/CMakeCache.txt) || $(VENV)/bin/cmake -S tests/fuzz_parsers -B $(FUZZ_BUILD) -G Ninja \
+# onnx and npy link the main build's libkiln.a (tests/fuzz_parsers/CMakeLists.txt says why).
+fuzz-parsers: build $(FUZZ_BUILD)/.apt-ok
+	@(test -f $(FUZZ_BUILD)/build.ninja && test -f $(FUZZ_BUILD)/CMakeCache.txt && grep -q KILN_BUILD_DIR $(FUZZ_BUILD)/CMakeCache.txt) || $(VENV)/bin/cmake -S tests/fuzz_parsers -B $(FUZZ_BUILD) -G Ninja \
+	    -DKILN_BUILD_DIR=$(CURDIR)/$(BUILD) \
 	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	    -DCMAKE_MAKE_PROGRAM=$(CURDIR)/$(VENV)/bin/ninja \
 	    -DHalide_DIR=$(HALIDE_ROOT)/lib64/cmake/Halide \

@@ -80,6 +80,11 @@ std::vector<Tensor> run_graph(const ModelState& m, const std::vector<Tensor>& in
       const std::string what = e.what();
       if (what.rfind("node '", 0) == 0) throw;
       throw Error(node_name(n) + ": " + what);
+    } catch (const std::exception& e) {
+      // A malformed node a converter did not anticipate (an index past a shape's rank,
+      // found by fuzzing): an error about the node, never a crash of the caller.
+      throw Error(node_name(n) + ": the node does not fit its inputs (" + e.what() +
+                  "); check its inputs' ranks and its attributes against the operator's definition");
     }
     for (int k = 0; k < n.output_size(); ++k) {
       if (n.output(k).empty()) continue;

@@ -267,6 +267,7 @@ Tensor wrap_indices(const Tensor& idx, int64_t n) {
 Outs gather_op(const NodeContext& c) {
   const Tensor& x = c.in(0);
   const Tensor& idx = c.in(1);
+  if (rank_of(x) == 0) c.invalid("Gather reads a tensor of rank >= 1, not a scalar");
   const int64_t axis = axis_in(c, c.attrs.i("axis", 0), rank_of(x));
   std::vector<int64_t> shape;
   for (int d = 0; d < axis; ++d) shape.push_back(dim(x, d));
@@ -278,6 +279,7 @@ Outs gather_op(const NodeContext& c) {
 
 Outs gather_elements_op(const NodeContext& c) {
   const Tensor& x = c.in(0);
+  if (rank_of(x) == 0) c.invalid("GatherElements reads a tensor of rank >= 1, not a scalar");
   const int64_t axis = axis_in(c, c.attrs.i("axis", 0), rank_of(x));
   return {gather(x, axis, wrap_indices(c.in(1), dim(x, int(axis))))};
 }
@@ -434,8 +436,21 @@ Window window_of(const NodeContext& c, const Tensor& x, const std::vector<int64_
   w.strides = c.attrs.ints("strides", std::vector<int64_t>(n, 1));
   w.dilations = c.attrs.ints("dilations", std::vector<int64_t>(n, 1));
   std::vector<int64_t> pads = c.attrs.ints("pads", std::vector<int64_t>(2 * n, 0));
+  const int64_t spatial = rank_of(x) - 2;
+  if (int64_t(n) != spatial) {
+    c.invalid("kernel_shape has " + std::to_string(n) + " entries; the input has " + std::to_string(std::max<int64_t>(0, spatial)) +
+              " spatial dims (one entry each)");
+  }
   if (w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n) {
     c.invalid("strides, dilations and pads must have one entry per spatial dim (pads two)");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1) {
+      c.invalid("kernel_shape, strides and dilations must be at least 1");
+    }
+  }
+  for (int64_t p : pads) {
+    if (p < 0) c.invalid("pads must not be negative");
   }
   w.begin.assign(pads.begin(), pads.begin() + long(n));
   w.end.assign(pads.begin() + long(n), pads.end());

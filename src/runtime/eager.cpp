@@ -1,5 +1,6 @@
 #include "runtime/eager.h"
 
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,9 +14,15 @@ namespace kiln {
 
 namespace {
 
+// The compiled kernel of each (op, attributes, device, input types and shapes), the
+// least recently used dropped beyond kMaxKernels: a long-running process that meets many
+// distinct ops and shapes (a fuzzer; a server loading models) would otherwise hold every
+// JIT module it ever compiled (the ONNX fuzz target reached 4 GiB so).
+constexpr size_t kMaxKernels = 512;
 struct EagerCache {
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<Kernel>> kernels;
+  std::list<std::pair<std::string, std::shared_ptr<Kernel>>> order;  // most recent first
+  std::map<std::string, decltype(order)::iterator> kernels;
   int compiled = 0;
 };
 EagerCache& cache() {
@@ -68,8 +75,12 @@ Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Att
   std::shared_ptr<Kernel> kernel;
   {
     std::lock_guard<std::mutex> lock(cache().mu);
-    auto it = cache().kernels.find(key);
-    if (it != cache().kernels.end()) kernel = it->second;
+    EagerCache& c = cache();
+    auto it = c.kernels.find(key);
+    if (it != c.kernels.end()) {
+      c.order.splice(c.order.begin(), c.order, it->second);
+      kernel = it->second->second;
+    }
   }
   if (!kernel) {
     Graph g;
@@ -79,8 +90,16 @@ Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Att
     log("eager", "compiling eager kernel " + key);
     kernel = std::make_shared<Kernel>(g, parse_target(on_gpu ? "host-cuda" : "host"), ScheduleFn{}, /*vendor_kernels=*/true);
     std::lock_guard<std::mutex> lock(cache().mu);
-    cache().kernels.emplace(key, kernel);
-    ++cache().compiled;
+    EagerCache& c = cache();
+    if (!c.kernels.count(key)) {
+      c.order.emplace_front(key, kernel);
+      c.kernels.emplace(key, c.order.begin());
+      if (c.order.size() > kMaxKernels) {
+        c.kernels.erase(c.order.back().first);
+        c.order.pop_back();
+      }
+    }
+    ++c.compiled;
   }
   return kernel->run(inputs)[0];
 }

@@ -56,15 +56,30 @@ Tensor read_npy(const std::string& path) {
     if (md[1] == x.text) d = &x;
   }
   if (!d) throw bad("dtype '" + md[1].str() + "'; kiln reads <f2 <f4 <f8 <i4 <i8 |b1");
+  // NumPy's tuple of sizes: "", "3,", "2, 3" (trailing comma optional past one entry).
   std::vector<int64_t> shape;
   const std::string dims = ms[1];
+  if (!std::regex_match(dims, std::regex("\\s*(\\d+\\s*(,\\s*\\d+\\s*)*,?\\s*)?"))) {
+    throw bad("a shape that is not a tuple of sizes: (" + dims + ")");
+  }
   const std::regex number("\\d+");
   for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
+    if (it->str().size() > 12) throw bad("a size of " + it->str() + " elements");
     shape.push_back(std::stoll(it->str()));
   }
+  // The data must be in the file before anything is allocated for it (a 100-byte file
+  // may claim 2^30 elements).
+  const size_t data = at + header_len, have = s.size() - data;
+  uint64_t count = 1;
+  for (int64_t n : shape) {
+    if (n != 0 && count > (uint64_t(1) << 40) / uint64_t(n)) throw bad("a shape of more than 2^40 elements");
+    count *= uint64_t(n);
+  }
+  if (count * d->bytes > have) {
+    throw bad("its data ends early (" + std::to_string(have) + " of " + std::to_string(count * d->bytes) + " bytes)");
+  }
   Tensor t(d->dtype, shape);
-  const size_t bytes = size_t(t.numel()) * d->bytes, data = at + header_len;
-  if (s.size() < data + bytes) throw bad("its data ends early (" + std::to_string(s.size() - data) + " of " + std::to_string(bytes) + " bytes)");
+  const size_t bytes = size_t(t.numel()) * d->bytes;
   if (bytes) std::memcpy(t.mutable_data(), s.data() + data, bytes);
   return t;
 }
