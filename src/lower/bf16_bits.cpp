@@ -59,6 +59,7 @@ class HalfCasts : public Halide::Internal::IRMutator {
     if (from.is_bfloat() && to.is_bfloat()) return value;
     if (from.is_bfloat()) {
       const Expr f = bf16_bits_to_f32(value);
+      if (is_f16(to) && bf16_) return f32_to_f16_bits(f);
       return to == f.type() ? f : Halide::cast(to, f);
     }
     if (widen_f16_ && is_f16(from) && !to.is_bfloat()) {
@@ -67,6 +68,11 @@ class HalfCasts : public Halide::Internal::IRMutator {
     }
     if (to.is_bfloat() && bf16_) {
       return f32_to_bf16_bits(is_f16(from) ? f16_bits_to_f32(value) : to_f32_for_bf16(value));
+    }
+    if (is_f16(to) && bf16_) {
+      // CUDA: Halide 21's NVPTX back end lowers a vector fptrunc to f16 as a bitcast (an
+      // H100 wrote the f32 bits of two lanes over four f16 outputs): bit operations here.
+      return f32_to_f16_bits(from.is_bfloat() ? bf16_bits_to_f32(value) : to_f32_for_bf16(value));
     }
     return value.same_as(op->value) ? Expr(op) : Halide::Internal::Cast::make(to, value);
   }
@@ -109,6 +115,28 @@ Expr f32_to_bf16_bits(const Expr& x) {
   const Expr rounded = (u + k32(0x7fff) + ((u >> k32(16)) & k32(1))) >> k32(16);
   const Expr bits = Halide::select(is_nan, (u >> k32(16)) | k32(0x40), rounded);
   return Halide::reinterpret(Halide::BFloat(16, l), Halide::cast(u16(l), bits));
+}
+
+Expr f32_to_f16_bits(const Expr& x) {
+  const int l = x.type().lanes();
+  const Expr u = Halide::reinterpret(u32(l), x);
+  const Expr sign = (u >> k32(16)) & k32(0x8000), a = u & k32(0x7fffffff);
+  // NaN: quiet, the upper payload bits kept. From 65520 (the midpoint past 65504, which
+  // rounds to even: up) on: inf.
+  const Expr nan = k32(0x7e00) | ((a >> k32(13)) & k32(0x3ff));
+  // Normal: the exponent rebiased (127 - 15), rounded at bit 13 to nearest even; a carry
+  // into the exponent is the right next value.
+  const Expr normal = (a - k32(uint32_t(127 - 15) << 23) + k32(0xfff) + ((a >> k32(13)) & k32(1))) >> k32(13);
+  // Below 2^-14: units of 2^-24, the 24-bit significand shifted right by 126 - e
+  // (at least 14), rounded to nearest even; 0x400 is the smallest normal, as it should be.
+  const Expr e = a >> k32(23);
+  const Expr s = Halide::clamp(k32(126) - Halide::min(e, k32(125)), k32(1), k32(31));  // in range on every lane
+  const Expr m = (a & k32(0x7fffff)) | k32(0x800000);
+  const Expr q = m >> s, r = m & ((k32(1) << s) - k32(1)), half = k32(1) << (s - k32(1));
+  const Expr sub = q + Halide::select(r > half || (r == half && (q & k32(1)) == k32(1)), k32(1), k32(0));
+  const Expr bits = Halide::select(a > k32(0x7f800000), nan, a >= k32(0x477ff000), k32(0x7c00),
+                                   a >= k32(0x38800000), normal, sub);
+  return Halide::reinterpret(Halide::Float(16, l), Halide::cast(u16(l), sign | bits));
 }
 
 void lower_bf16_casts(const std::vector<Halide::Func>& outputs) {

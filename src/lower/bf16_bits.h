@@ -22,9 +22,13 @@ void lower_bf16_casts(const std::vector<Halide::Func>& outputs);
 
 // f16 -> f32 exactly, in integer operations.
 Halide::Expr f16_bits_to_f32(const Halide::Expr& x);
+// f32 -> f16, rounded to nearest even (subnormals too); NaN stays NaN (quiet, sign kept),
+// overflow is inf. Halide 21's NVPTX back end lowers a vector cast f32 -> f16 as a
+// bitcast, so CUDA targets narrow to f16 with this.
+Halide::Expr f32_to_f16_bits(const Halide::Expr& x);
 
 // Before scheduling, on every target: widening casts of f16 and bf16 as the bit operations
-// above, and on CUDA casts to bf16 too (lower_bf16_casts). Halide bounds a cast f16 value
+// above, and on CUDA casts to bf16 and to f16 too. Halide bounds a cast f16 value
 // by +-65504 and reasons from that as if NaN and inf could not occur: compiled
 // 0 * float32(x_f16) folded to 0 for a NaN x (kiln_fuzz seed 3103, program 306), and
 // float32(x_f16) == -inf to false. The bit operations hide nothing but those bounds.

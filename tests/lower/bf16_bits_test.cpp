@@ -63,6 +63,44 @@ Halide::Buffer<uint16_t> to_bf16_on_cpu(const std::vector<In>& values, Halide::T
   return f.realize({int(values.size())});
 }
 
+// The value of an f16 pattern as a double; 0x7c00 (inf) counts as 2^16, the value that
+// rounding to nearest overflows to.
+double f16_value(uint16_t b) {
+  const int e = (b >> 10) & 0x1f, m = b & 0x3ff;
+  const double mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+  return (b & 0x8000) ? -mag : mag;
+}
+// The nearest f16 to a finite or infinite d, ties to the even pattern.
+uint16_t nearest_f16(double d) {
+  const uint16_t sign = std::signbit(d) ? 0x8000 : 0;
+  const double a = std::fabs(d);
+  if (std::isinf(a)) return sign | 0x7c00;
+  uint16_t lo = 0, hi = 0x7c00;
+  while (lo < hi) {
+    const uint16_t mid = uint16_t((lo + hi + 1) / 2);
+    if (f16_value(mid) <= a) lo = mid; else hi = uint16_t(mid - 1);
+  }
+  if (lo == 0x7c00) return sign | 0x7c00;
+  const double below = f16_value(lo), above = f16_value(uint16_t(lo + 1));
+  uint16_t p = lo;
+  if (a - below > above - a || (a - below == above - a && (lo & 1))) p = uint16_t(lo + 1);
+  return sign | p;
+}
+
+// Casts to f16 as CUDA targets lower them (lower_bf16_casts), run on the CPU, `lanes`
+// wide (the vector form is what the NVPTX back end got wrong).
+template <typename In>
+Halide::Buffer<uint16_t> to_f16_on_cpu(const std::vector<In>& values, Halide::Type source, int lanes) {
+  Halide::Buffer<In> in(int(values.size()));
+  std::copy(values.begin(), values.end(), in.data());
+  Halide::Var x;
+  Halide::Func f("to_f16");
+  f(x) = Halide::reinterpret(Halide::UInt(16), Halide::cast(Halide::Float(16), Halide::reinterpret(source, in(x))));
+  lower_bf16_casts({f});
+  if (lanes > 1) f.vectorize(x, lanes, Halide::TailStrategy::GuardWithIf);
+  return f.realize({int(values.size())});
+}
+
 TEST(Bf16Bits, EveryBf16WidensToItsF32Exactly) {
   Halide::Buffer<uint16_t> in(65536);
   for (int i = 0; i < 65536; ++i) in(i) = uint16_t(i);
@@ -106,6 +144,39 @@ TEST(Bf16Bits, F64AndIntegersRoundOnceNotTwice) {
   for (int i = 0; i < 20000; ++i) n.push_back(int32_t(rng()));
   Halide::Buffer<uint16_t> out_n = to_bf16_on_cpu(n, Halide::Int(32));
   for (size_t i = 0; i < n.size(); ++i) ASSERT_EQ(out_n(int(i)), nearest_bf16(double(n[i]))) << "i32 " << n[i];
+}
+
+TEST(Bf16Bits, F32RoundsToTheNearestEvenF16) {
+  // Every upper half with lower halves at and around f16's rounding point (bit 13 of a
+  // normal; further up for subnormals), and random ones; scalar and 8 lanes wide.
+  std::vector<uint32_t> v;
+  std::mt19937 rng(9);
+  for (uint32_t hi = 0; hi < 65536; ++hi) {
+    for (uint32_t lo : {0x0000u, 0x0fffu, 0x1000u, 0x1001u, 0x2000u, 0x3000u, 0xffffu, uint32_t(rng() & 0xffff)}) {
+      v.push_back(hi << 16 | lo);
+    }
+  }
+  for (int lanes : {1, 8}) {
+    Halide::Buffer<uint16_t> out = to_f16_on_cpu(v, Halide::Float(32), lanes);
+    for (size_t i = 0; i < v.size(); ++i) {
+      const float f = float_of(v[i]);
+      if (std::isnan(f)) {
+        ASSERT_EQ(out(int(i)) & 0x7e00, 0x7e00) << std::hex << "f32 0x" << v[i] << " must give a quiet NaN";
+        ASSERT_EQ(out(int(i)) & 0x8000, (v[i] >> 16) & 0x8000) << std::hex << "f32 0x" << v[i] << ": the sign";
+        continue;
+      }
+      ASSERT_EQ(out(int(i)), nearest_f16(double(f))) << std::hex << "f32 0x" << v[i] << " (" << f << "), lanes " << lanes;
+    }
+  }
+  // f64 and i32 sources round once (through f32 rounded to odd).
+  std::vector<double> d = {0.0, -0.0, INFINITY, -INFINITY, 65504.0, 65519.99, 65520.0, 1e-8, 2.98e-8, 5.96e-8, 1e300};
+  for (int i = 0; i < 20000; ++i) {
+    const uint16_t p = uint16_t(rng() % 0x7bff);
+    const double mid = (f16_value(p) + f16_value(uint16_t(p + 1))) / 2;
+    for (double eps : {-1e-12, 1e-12, 0.0}) d.push_back((rng() & 1 ? -1 : 1) * mid * (1 + eps));
+  }
+  Halide::Buffer<uint16_t> out = to_f16_on_cpu(d, Halide::Float(64), 4);
+  for (size_t i = 0; i < d.size(); ++i) ASSERT_EQ(out(int(i)), nearest_f16(d[i])) << "f64 " << d[i];
 }
 
 TEST(Bf16Bits, EveryF16WidensToItsF32Exactly) {
