@@ -15,6 +15,9 @@
 #include "core/log.h"
 #include "core/memory.h"
 #include "graph/interpreter.h"
+#include "graph/passes/lift_constants.h"
+#include "lower/compile_cache.h"
+#include "lower/scheduler.h"
 #include "lower/bf16_bits.h"
 #include "lower/default_schedule.h"
 #include "ops/op.h"
@@ -95,8 +98,49 @@ Kernel::Kernel(const Graph& graph, const Halide::Target& target, const ScheduleF
   // Halide's CUDA runtime in kiln's context, before anything of Halide's touches CUDA.
   if (target_.has_feature(Halide::Target::CUDA)) cuda::use_kiln_context_in_halide();
   lowered_ = lower_and_schedule(graph_, target_, schedule, vendor_kernels);
+  compile_just_in_time();
+}
+
+std::shared_ptr<Kernel> Kernel::cached(const Graph& graph, const Halide::Target& target, const std::string& scheduler,
+                                       const std::vector<Tensor>& example_inputs, const std::string& cache_key) {
+  std::shared_ptr<Kernel> k(new Kernel(graph, target, Uncompiled{}));
+  LiftedGraph lifted = lift_constants(graph);
+  k->lowered_graph_ = lifted.graph;
+  k->lifted_constants_ = lifted.constants;
+  std::vector<Tensor> examples = example_inputs;
+  examples.insert(examples.end(), lifted.constants.begin(), lifted.constants.end());
+  k->schedule_ = make_schedule_fn(scheduler, lifted.graph, examples);
+  std::string why;
+  if (log_enabled("schedule") || log_enabled("code")) {
+    // The user asked to see the schedule or the code: compiled again (and stored).
+    why = "KILN_LOG asks for the schedule or the code, so it is compiled again";
+  } else {
+    k->entry_ = compile_cache::load(cache_key, &why);
+  }
+  if (k->entry_) {
+    log("cache", "hit " + cache_key + " (" + std::to_string(graph.num_ops()) + " ops)");
+    return k;
+  }
+  log("cache", "miss " + cache_key + ": " + why);
+  k->lowered_ = lower_and_schedule(lifted.graph, target, k->schedule_);
+  try {
+    if (log_enabled("code")) log("code", lowered_stmt_text(k->lowered_, target));
+    k->entry_ = compile_cache::build(cache_key, k->lowered_, target);
+    log("cache", "stored " + cache_key);
+  } catch (const Error& e) {
+    log("cache", std::string("not stored (") + e.what() + "); compiled just in time");
+    k->callable_ = k->jit_callable();
+  }
+  return k;
+}
+
+void Kernel::compile_just_in_time() {
   if (log_enabled("code")) log("code", lowered_stmt_text(lowered_, target_));
-  callable_ = with_halide_errors("compiling the graph with Halide's JIT", [&] {
+  callable_ = jit_callable();
+}
+
+Halide::Callable Kernel::jit_callable() {
+  Halide::Callable callable = with_halide_errors("compiling the graph with Halide's JIT", [&] {
     Halide::Pipeline p = lowered_.pipeline();
     p.set_jit_externs({{vendor::kMatmulExtern, Halide::JITExtern(kiln_cublaslt_matmul)}});
     return p.compile_to_callable(lowered_.arguments(), target_);
@@ -107,9 +151,16 @@ Kernel::Kernel(const Graph& graph, const Halide::Target& target, const ScheduleF
     static std::once_flag once;
     std::call_once(once, [] { Halide::Internal::JITSharedRuntime::reuse_device_allocations(true); });
   }
+  return callable;
 }
 
-std::string Kernel::lowered_stmt() const { return lowered_stmt_text(lowered_, target_); }
+std::string Kernel::lowered_stmt() const {
+  if (lowered_.outputs.empty() && entry_) {
+    // Loaded from the compile cache: lowered again for the listing.
+    return lowered_stmt_text(lower_and_schedule(lowered_graph_, target_, schedule_), target_);
+  }
+  return lowered_stmt_text(lowered_, target_);
+}
 
 std::vector<Tensor> Kernel::run(const std::vector<Tensor>& inputs) const {
   SymbolSizes symbols = bind_inputs("compiled kernel", graph_.input_metas(), inputs);
@@ -140,12 +191,21 @@ std::vector<Tensor> Kernel::run(const std::vector<Tensor>& inputs) const {
     }
   }
 
+  std::vector<const void*> buffers;
+  for (const Tensor& t : inputs) buffers.push_back(t.buffer().raw_buffer());
+  for (const Tensor& t : lifted_constants_) buffers.push_back(t.buffer().raw_buffer());
+  for (const Tensor& t : outputs) buffers.push_back(t.buffer().raw_buffer());
+  if (entry_) {
+    std::string message;
+    const int err = entry_->call(buffers, &message);
+    if (err != 0) user_error(runtime_error_text(err, message));
+    return outputs;
+  }
   ErrorCollectingContext ctx;
   Halide::JITUserContext* ctx_ptr = &ctx;
   std::vector<const void*> argv;
   argv.push_back(&ctx_ptr);
-  for (const Tensor& t : inputs) argv.push_back(t.buffer().raw_buffer());
-  for (const Tensor& t : outputs) argv.push_back(t.buffer().raw_buffer());
+  argv.insert(argv.end(), buffers.begin(), buffers.end());
   vendor::clear_last_error();
   int err = with_halide_errors("running the compiled kernel", [&] {
     detail::ScopedFlushDenormals flush;

@@ -17,6 +17,7 @@
 #include "graph/passes/passes.h"
 #include "graph/tracer.h"
 #include "lower/kernel.h"
+#include "lower/compile_cache.h"
 #include "lower/scheduler.h"
 #include "lower/target.h"
 
@@ -153,8 +154,17 @@ Backend halide_backend(const std::string& target, const std::string& name) {
   check_scheduler_name(name, "halide_backend");
   const std::string scheduler = resolve_default_scheduler(name, target_has_gpu(parse_target(target)));
   return [target, scheduler](Graph& graph, const std::vector<Tensor>& example_inputs) -> CompiledGraphFn {
-    auto kernel = std::make_shared<Kernel>(graph, parse_target(target), make_schedule_fn(scheduler, graph, example_inputs),
-                                           /*vendor_kernels=*/true);
+    const Halide::Target t = parse_target(target);
+    std::string why;
+    const std::string key = compile_cache::key_of(graph, example_inputs, t, scheduler, &why);
+    std::shared_ptr<Kernel> kernel;
+    if (!key.empty()) {
+      kernel = Kernel::cached(graph, t, scheduler, example_inputs, key);
+    } else {
+      log("cache", "not cached: " + why);
+      kernel = std::make_shared<Kernel>(graph, t, make_schedule_fn(scheduler, graph, example_inputs),
+                                        /*vendor_kernels=*/true);
+    }
     return [kernel](const std::vector<Tensor>& in) { return kernel->run(in); };
   };
 }
