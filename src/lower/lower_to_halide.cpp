@@ -202,7 +202,21 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external,
       if (std::optional<Halide::Func> v = vendor_matmul(graph, n, sources, options.target, &stored)) {
         out.funcs[n.id] = *v;
         out.kinds[n.id] = op.kind;
-        for (const Halide::Func& s : stored) out.vendor_operands.push_back(s);
+        for (const Halide::Func& s : stored) {
+          out.vendor_operands.push_back(s);
+          // Its extents, for a schedule to bound: the stage's bounds query leaves them
+          // dynamic, and every index of the stored loops became a division at run time.
+          for (int i : n.inputs) {
+            const Node& src = graph.node(i);
+            if (out.funcs.count(src.id) && out.funcs.at(src.id).name() == s.name()) {
+              std::vector<int64_t>& extents = out.operand_extents[s.name()];
+              extents.clear();
+              for (int d = src.meta.shape.rank() - 1; d >= 0; --d) {
+                extents.push_back(src.meta.shape[d].is_static() ? src.meta.shape[d].size : 0);
+              }
+            }
+          }
+        }
         continue;
       }
     }
