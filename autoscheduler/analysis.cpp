@@ -389,6 +389,16 @@ PipelineInfo analyze(const Pipeline& pipeline) {
         // Data-dependent reads (gather) have no bounds: the default stands.
         if (lo && hi) mins[d] = *lo, fi.extents[d] = std::max<int64_t>(1, *hi - *lo + 1);
       }
+    } else {
+      // Read only by extern stages (a cuBLASLt operand), whose reads are not modelled:
+      // the bounds its schedule gives it, where it has them.
+      for (const Bound& b : f.schedule().bounds()) {
+        const auto at = std::find(fi.vars.begin(), fi.vars.end(), b.var);
+        std::optional<int64_t> mn = const_of(b.min), ex = const_of(b.extent);
+        if (at == fi.vars.end() || !mn || !ex) continue;
+        const size_t d = size_t(at - fi.vars.begin());
+        mins[d] = *mn, fi.extents[d] = std::max<int64_t>(1, *ex);
+      }
     }
     if (f.has_extern_definition()) continue;
     // What this Func's definitions read, with its vars over its region and each

@@ -182,7 +182,16 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     }
   }
 
-  bool is_fixed(const std::string& name) const { return fixed && fixed->count(name); }
+  // Fixed::Stored on a GPU: a Func a vendor stage (cuBLASLt) reads, stored at root by the
+  // caller, its loops the search's (an output to it: a pointwise kernel of its own, or
+  // the host of the row reductions it reads, as attention's probabilities are).
+  bool is_fixed(const std::string& name) const {
+    return fixed && fixed->count(name) && fixed->at(name) != Fixed::Stored;
+  }
+  bool stored_by_caller(const std::string& name) const {
+    return fixed && fixed->count(name) && fixed->at(name) == Fixed::Stored;
+  }
+  bool treated_as_output(const FuncInfo& f) const { return f.is_output || stored_by_caller(f.name); }
 
   InlineView view() const {
     return {info, [this](const std::string& f) { return inlined.at(f); }, evaluations};
@@ -209,14 +218,13 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
 
   void place_func(const FuncInfo& f) {
     if (is_fixed(f.name)) {
-      KILN_CHECK(fixed->at(f.name) != Fixed::Stored, "the GPU search got ", f.name, " to loop as a stored value");
       inlined[f.name] = fixed->at(f.name) == Fixed::Inline;
       if (inlined[f.name]) evaluations[f.name] = view().inline_evaluations(f);
       decide("fusion", f.name + ": scheduled before the search");
       return;
     }
     inlined[f.name] = false;
-    if (f.is_output || f.function.has_extern_definition()) return;
+    if (treated_as_output(f) || f.function.has_extern_definition()) return;
     if (f.reduction != ReductionKind::None) {
       place_reduction(f);
       return;

@@ -43,9 +43,13 @@ struct SearchSkeleton {
     log(stream, line);
   }
 
+  // A Func stored whole for a reader outside the search's loops: a pipeline output (the
+  // GPU search adds the operands a vendor stage reads).
+  bool treated_as_output(const FuncInfo& f) const { return f.is_output; }
+
   // An output whose own loops the search writes: pure, not an extern stage, not fixed.
   bool is_pure_output(const FuncInfo& f) const {
-    return f.is_output && !f.function.has_update_definition() && !f.function.has_extern_definition() &&
+    return self().treated_as_output(f) && !f.function.has_update_definition() && !f.function.has_extern_definition() &&
            !f.vars.empty() && !self().is_fixed(f.name);
   }
 

@@ -544,12 +544,15 @@ autoschedule::FixedFuncs apply_default_gpu_matmul_schedule(LoweredGraph& lowered
     // The stored product its epilogue reads (acc.in(), made by the rule).
     scheduled[Func(s.func).in().name()] = Fixed::OwnLoops;
   }
-  // What cuBLASLt stages read is stored, in kernels of its own.
+  // What cuBLASLt stages read is stored at root; the Kiln GPU search writes its loops
+  // (a pointwise kernel, or one with the row reductions it reads: attention's softmax).
+  std::set<std::string> output_names;
+  for (const Func& out : lowered.outputs) output_names.insert(out.name());
   for (Func& f : lowered.vendor_operands) {
-    if (!scheduled.emplace(f.name(), Fixed::OwnLoops).second) continue;
+    if (output_names.count(f.name()) || !scheduled.emplace(f.name(), Fixed::Stored).second) continue;
     bound_vendor_operand(f, lowered);
-    materialize(f, target);
-    log("schedule", f.name() + ": materialized (read by cuBLASLt)");
+    f.compute_root();
+    log("schedule", f.name() + ": stored (read by cuBLASLt); its loops are the search's");
   }
   if (scheduled.empty()) return scheduled;
   std::set<std::string> stages, outputs;

@@ -248,6 +248,12 @@ TEST(CublasLtGpu, ProductsOfEveryShapeAndTypeMatchTheReference) {
        },
        {rand({70, 40}, 27, -1, 1), rand({40, 50}, 28, -1, 1), rand({50}, 29, -1, 1), rand({50, 30}, 30, -1, 1)}, 1e-4,
        1e-4},
+      {"attention: softmax rows stored for the second product",
+       [](const std::vector<Tensor>& in) {
+         Tensor s = matmul(in[0], transpose(in[1], -1, -2)) * 0.125;
+         return std::vector<Tensor>{matmul(softmax(where(triu(ones({40, 40}), 1) > 0.5, scalar(-INFINITY), s), -1), in[2])};
+       },
+       {rand({2, 3, 40, 16}, 34, -1, 1), rand({2, 3, 40, 16}, 35, -1, 1), rand({2, 3, 40, 16}, 36, -1, 1)}, 1e-4, 1e-4},
       {"chained stages", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(matmul(in[0], in[1]), in[2])}; },
        {rand({20, 30}, 31, -1, 1), rand({30, 40}, 32, -1, 1), rand({40, 10}, 33, -1, 1)}, 1e-4, 1e-4},
   };
