@@ -116,7 +116,7 @@ fuzz-parsers: build $(FUZZ_BUILD)/.apt-ok
 	@for t in $(FUZZ_TARGETS); do \
 	    echo "kiln: fuzzing $$t for $(FUZZ_SECONDS) s"; \
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
-	    $(FUZZ_ENV) $(FUZZ_BUILD)/kiln_fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=60 -rss_limit_mb=4096 \
+	    $(FUZZ_ENV) $(FUZZ_BUILD)/kiln_fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=60 -rss_limit_mb=4096 -malloc_limit_mb=16384 \
 	        -max_len=8192 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- \
 	        $(FUZZ_BUILD)/corpus/$$t tests/fuzz_parsers/corpus/$$t || exit 1; \
 	done

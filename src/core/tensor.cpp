@@ -72,8 +72,16 @@ Tensor::Tensor(DType dtype, const std::vector<int64_t>& sizes) {
   }
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = {dtype, Shape(sizes)};
-  impl->buffer = Halide::Runtime::Buffer<void>(to_halide_type(dtype), nullptr, halide_sizes(sizes));
-  impl->buffer.allocate(detail::tracked_malloc, detail::tracked_free);
+  if (n == 0) {
+    // No elements: no memory. (Halide sizes an allocation from the strides of the other
+    // dims, so [4231, 0, 89229620] asked for terabytes; found by fuzzing read_npy.) The
+    // host pointer is a shared, never-written block, as a pointer must not be null.
+    alignas(128) static unsigned char nothing[128];
+    impl->buffer = Halide::Runtime::Buffer<void>(to_halide_type(dtype), nothing, halide_sizes(sizes));
+  } else {
+    impl->buffer = Halide::Runtime::Buffer<void>(to_halide_type(dtype), nullptr, halide_sizes(sizes));
+    impl->buffer.allocate(detail::tracked_malloc, detail::tracked_free);
+  }
   impl_ = std::move(impl);
 }
 

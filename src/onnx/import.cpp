@@ -367,7 +367,8 @@ Model load(const std::string& path, const LoadOptions& options) {
   if (state->outputs.empty()) throw Error("'" + path + "' declares no outputs");
   m.fn = [state](const std::vector<Tensor>& in) { return run_graph(*state, in); };
   std::vector<Tensor> examples;
-  for (const TensorMeta& t : m.inputs) examples.push_back(zeros(t.shape, t.dtype));
+  // Tracing reads shapes, not values: memory reserved, never touched.
+  for (const TensorMeta& t : m.inputs) examples.push_back(empty(t.shape, t.dtype));
   m.graph = trace(m.fn, examples, m.compile_options());
   return m;
 }
