@@ -387,6 +387,169 @@ Outs pad_op(const NodeContext& c) {
   return {pad(x, full_pads, value)};
 }
 
+// Resize (opset 10+) and Upsample: separable, one resized axis at a time, as ONNX's
+// reference computes it. Each output position's source coordinate (by the coordinate
+// transformation mode) picks n neighbours along the axis, edge-clamped: nearest and
+// linear n = 2, cubic n = 4, with coefficients of the fractional part; a neighbour past
+// the edge has weight 0 under exclude_outside (the rest renormalized). The indices and
+// weights are constants of the model's static shapes: the axis is n index_selects
+// (one for nearest) times broadcast weights.
+Outs resize_op(const NodeContext& c) {
+  Tensor x = c.in(0);
+  const int r = rank_of(x);
+  const bool upsample = c.node.op_type() == "Upsample";
+  const std::string mode = c.attrs.s("mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
+    c.invalid("mode '" + mode + "' is not one of nearest, linear, cubic");
+  }
+  if (upsample && mode == "cubic") c.invalid("Upsample has no cubic mode");
+  const std::string ctm =
+      upsample || c.opset < 11 ? "asymmetric" : c.attrs.s("coordinate_transformation_mode", "half_pixel");
+  // Opset 10's nearest floors (as Upsample does); 11 and later say how.
+  const std::string nearest = upsample || c.opset < 11 ? "floor" : c.attrs.s("nearest_mode", "round_prefer_floor");
+  const double a = c.attrs.f("cubic_coeff_a", -0.75f);
+  const bool exclude_outside = c.attrs.i("exclude_outside", 0) != 0;
+  const double extrapolation = c.attrs.f("extrapolation_value", 0.0f);
+  if (c.attrs.i("antialias", 0) != 0) c.unsupported("antialias = 1 is not supported");
+  // Which axes, their scales and output sizes.
+  std::vector<int64_t> axes;
+  for (int64_t v : c.attrs.ints("axes", {})) axes.push_back(axis_in(c, v, r));
+  if (axes.empty()) {
+    for (int d = 0; d < r; ++d) axes.push_back(d);
+  }
+  const size_t na = axes.size();
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes_in;
+  if (upsample) {
+    if (c.opset >= 9) scales = c.doubles(1);
+    else for (float f : c.attrs.floats("scales")) scales.push_back(f);
+  } else if (c.opset < 11) {
+    scales = c.doubles(1);
+  } else {
+    if (c.has(1)) roi = c.doubles(1);
+    if (c.has(2)) scales = c.doubles(2);
+    if (c.has(3)) sizes_in = c.ints(3);
+  }
+  if (!scales.empty() && !sizes_in.empty()) c.invalid("scales and sizes are both given; give one");
+  if (scales.empty() && sizes_in.empty()) c.invalid("neither scales nor sizes is given");
+  if (!scales.empty() && scales.size() != na) c.invalid("scales needs one entry per resized axis");
+  if (!sizes_in.empty() && sizes_in.size() != na) c.invalid("sizes needs one entry per resized axis");
+  if (!roi.empty() && roi.size() != 2 * na) c.invalid("roi needs a start and an end per resized axis");
+  std::vector<double> scale(size_t(r), 1.0);
+  std::vector<int64_t> out = sizes(x);
+  for (size_t i = 0; i < na; ++i) {
+    const size_t d = size_t(axes[i]);
+    if (!scales.empty()) {
+      if (!(scales[i] > 0)) c.invalid("scales must be positive");
+      scale[d] = scales[i];
+      out[d] = int64_t(std::floor(scales[i] * double(out[d]) * (roi.empty() ? 1.0 : roi[i + na] - roi[i]) + 1e-9));
+    } else {
+      if (sizes_in[i] < 0) c.invalid("sizes must not be negative");
+      scale[d] = out[d] > 0 ? double(sizes_in[i]) / double(out[d]) : 1.0;
+      out[d] = sizes_in[i];
+    }
+  }
+  const std::string policy = c.attrs.s("keep_aspect_ratio_policy", "stretch");
+  if (!sizes_in.empty() && policy != "stretch") {
+    if (policy != "not_larger" && policy != "not_smaller") c.invalid("keep_aspect_ratio_policy '" + policy + "'");
+    double s = policy == "not_larger" ? 1e300 : 0;
+    for (int64_t d : axes) s = policy == "not_larger" ? std::min(s, scale[size_t(d)]) : std::max(s, scale[size_t(d)]);
+    for (int64_t d : axes) {
+      scale[size_t(d)] = s;
+      out[size_t(d)] = int64_t(s * double(dim(x, int(d))) + 0.5);
+    }
+  }
+  const int n = mode == "cubic" ? 4 : 2;
+  for (size_t i = 0; i < na; ++i) {
+    const int d = int(axes[i]);
+    const int64_t in = dim(x, d), o = out[size_t(d)];
+    const double sc = scale[size_t(d)];
+    if (in == o && sc == 1.0 && ctm != "tf_crop_and_resize") continue;
+    if (in == 0) c.invalid("cannot resize an empty axis");
+    std::vector<std::vector<int64_t>> idx(static_cast<size_t>(n), std::vector<int64_t>(static_cast<size_t>(o)));
+    std::vector<std::vector<double>> w(static_cast<size_t>(n), std::vector<double>(static_cast<size_t>(o)));
+    std::vector<double> outside(static_cast<size_t>(o), 0.0);
+    for (int64_t y = 0; y < o; ++y) {
+      const double yd = double(y), ow = sc * double(in);
+      double xo;
+      if (ctm == "half_pixel") {
+        xo = (yd + 0.5) / sc - 0.5;
+      } else if (ctm == "pytorch_half_pixel") {
+        xo = ow == 1 ? -0.5 : (yd + 0.5) / sc - 0.5;
+      } else if (ctm == "align_corners") {
+        xo = ow == 1 ? 0.0 : yd * double(in - 1) / (ow - 1);
+      } else if (ctm == "asymmetric") {
+        xo = yd / sc;
+      } else if (ctm == "tf_half_pixel_for_nn") {
+        xo = (yd + 0.5) / sc;
+      } else if (ctm == "half_pixel_symmetric") {
+        const double adjustment = double(o) / ow, center = double(in) / 2;
+        xo = center * (1 - adjustment) + (yd + 0.5) / sc - 0.5;
+      } else if (ctm == "tf_crop_and_resize") {
+        if (roi.empty()) c.invalid("tf_crop_and_resize needs roi");
+        const double start = roi[i], end = roi[i + na];
+        xo = ow == 1 ? (end - start) * double(in - 1) / 2 : yd * (end - start) * double(in - 1) / (ow - 1);
+        xo += start * double(in - 1);
+        outside[size_t(y)] = xo < 0 || xo > double(in - 1);
+      } else {
+        c.invalid("coordinate_transformation_mode '" + ctm + "' is not one ONNX defines");
+      }
+      const double fl = std::floor(xo);
+      const bool integer = xo == fl;
+      const double t = integer ? 1.0 : xo - fl;
+      std::vector<double> k(static_cast<size_t>(n), 0.0);
+      if (mode == "nearest") {
+        bool second;
+        if (integer) second = true;
+        else if (nearest == "round_prefer_floor") second = t > 0.5;
+        else if (nearest == "round_prefer_ceil") second = t >= 0.5;
+        else if (nearest == "floor") second = false;
+        else if (nearest == "ceil") second = true;
+        else c.invalid("nearest_mode '" + nearest + "' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil");
+        k = {second ? 0.0 : 1.0, second ? 1.0 : 0.0};
+      } else if (mode == "linear") {
+        k = {1 - t, t};
+      } else {
+        const double u = 1 - t;
+        k = {((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a, ((a + 2) * t - (a + 3)) * t * t + 1,
+             ((a + 2) * u - (a + 3)) * u * u + 1, ((a * (u + 1) - 5 * a) * (u + 1) + 8 * a) * (u + 1) - 4 * a};
+      }
+      const int64_t start = int64_t(fl) - (integer ? n / 2 : n / 2 - 1);
+      double sum = 0;
+      for (int j = 0; j < n; ++j) {
+        const int64_t at = start + j;
+        if (exclude_outside && (at < 0 || at >= in)) k[size_t(j)] = 0;
+        sum += k[size_t(j)];
+      }
+      for (int j = 0; j < n; ++j) {
+        const int64_t at = start + j;
+        idx[size_t(j)][size_t(y)] = std::clamp<int64_t>(at, 0, in - 1);
+        w[size_t(j)][size_t(y)] = exclude_outside && sum != 0 ? k[size_t(j)] / sum : k[size_t(j)];
+      }
+    }
+    // Weights broadcast along axis d.
+    std::vector<int64_t> wshape(size_t(r), 1);
+    wshape[size_t(d)] = o;
+    Tensor y;
+    if (mode == "nearest") {
+      std::vector<int64_t> pick(static_cast<size_t>(o));
+      for (size_t p = 0; p < size_t(o); ++p) pick[p] = w[0][p] != 0 ? idx[0][p] : idx[1][p];
+      y = index_select(x, d, i64(pick, {o}));
+    } else {
+      for (int j = 0; j < n; ++j) {
+        const Tensor term = index_select(x, d, i64(idx[size_t(j)], {o})) * from_vector(w[size_t(j)], Shape(wshape), x.dtype());
+        y = j == 0 ? term : y + term;
+      }
+    }
+    if (ctm == "tf_crop_and_resize") {
+      const Tensor mask = from_vector(outside, Shape(wshape), DType::Bool);
+      y = where(mask, scalar_like(extrapolation, y), y);
+    }
+    x = y;
+  }
+  return {x};
+}
+
 Outs trilu_op(const NodeContext& c) {
   const int64_t k = c.has(1) ? c.ints(1).at(0) : 0;
   return {c.attrs.i("upper", 1) ? triu(c.in(0), k) : tril(c.in(0), k)};
@@ -753,6 +916,7 @@ const std::map<std::string, Converter>& converters() {
     t["Floor"] = unary(floor), t["Ceil"] = unary(ceil), t["Round"] = unary(round), t["Not"] = unary(logical_not);
     t["Softplus"] = unary(softplus);
     t["Identity"] = [](const NodeContext& c) { return Outs{c.in(0)}; };
+    t["Resize"] = resize_op, t["Upsample"] = resize_op;
     t["Reciprocal"] = activation([](const NodeContext&, const Tensor& x) { return 1.0 / x; });
     t["Softsign"] = activation([](const NodeContext&, const Tensor& x) { return x / (abs(x) + 1.0); });
     t["Sign"] = activation([](const NodeContext&, const Tensor& x) {
