@@ -3,6 +3,7 @@
 Run on a machine with PyTorch (the GPU machine has it); not run in CI:
     python3 bench/torch_suite.py --device cuda            # all workloads
     python3 bench/torch_suite.py --device cpu --filter seed
+    python3 bench/torch_suite.py --device cpu --sweep --no-compile   # bench/sweep.txt
 The workloads are `kiln bench`'s (tools/cli/bench.cpp), with the same names and sizes
 (divided by 8 on a CPU); docs/benchmarks.md lists them. --bf16 adds the GPU rows that
 kiln bench --target host-cuda has in bf16: the MLP, attention, and the train step under
@@ -22,12 +23,17 @@ p.add_argument("--filter", default="")
 p.add_argument("--reps", type=int, default=30)
 p.add_argument("--no-compile", action="store_true")
 p.add_argument("--bf16", action="store_true", help="also the bf16 MLP, attention and autocast train step (GPU only)")
+p.add_argument("--sweep", action="store_true",
+               help="the shape sweep of bench/sweep.txt instead of the suite (kiln bench --sweep runs the same)")
+p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (CPU; 0: PyTorch's default)")
 args = p.parse_args()
 dev = args.device
 gpu = dev.startswith("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 target = torch.cuda.get_device_name() if gpu else "cpu"
+if args.threads:
+    torch.set_num_threads(args.threads)
 
 
 def timed(fn, inputs):
@@ -68,6 +74,38 @@ def seed_grad(x):
     (g,) = torch.autograd.grad(y.sum(), x)
     return g
 
+
+def sweep():
+    """bench/sweep.txt: the rows kiln bench --sweep has, with the same names."""
+    import os
+    spec = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sweep.txt")
+    for line in open(spec):
+        f = line.split()
+        if not f or f[0].startswith("#"):
+            continue
+        if f[0] == "gemm":
+            name, k, n = f[1], int(f[2]), int(f[3])
+            for m in (1, 7, 32, 100, 1000):
+                a, b = torch.randn(m, k, device=dev), torch.randn(k, n, device=dev) / math.sqrt(k)
+                run(f"gemm_{name}_m{m}_k{k}_n{n}", torch.matmul, (a, b), flops=2 * m * k * n)
+        elif f[0] == "conv":
+            name = f[1]
+            cin, cout, kernel, stride, pad, groups, hw = (int(v) for v in f[2:9])
+            out = (hw + 2 * pad - kernel) // stride + 1
+            for nb in (1, 8):
+                x = torch.randn(nb, cin, hw, hw, device=dev)
+                w = torch.randn(cout, cin // groups, kernel, kernel, device=dev) * 0.05
+                fn = lambda x, w, s=stride, p_=pad, g=groups: torch.nn.functional.conv2d(x, w, None, s, p_, 1, g)
+                run(f"conv_{name}_n{nb}", fn, (x, w), flops=2 * nb * cout * out * out * (cin // groups) * kernel * kernel)
+        else:
+            raise SystemExit(f"bench/sweep.txt: unknown kind {f[0]!r}")
+    print(json.dumps({"torch": torch.__version__, "target": target, "threads": torch.get_num_threads()}))
+
+
+if args.sweep:
+    with torch.no_grad():
+        sweep()
+    raise SystemExit(0)
 
 scale = 1 if gpu else 8  # smaller problems on a CPU, as kiln bench
 N = (1 << 26) // scale

@@ -11,12 +11,14 @@
 #include <iostream>
 #include <memory>
 #include <regex>
+#include <sstream>
 
 #include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "models/seed.h"
 #include "runtime/timing.h"
+#include "sweep_spec.h"
 #include "kiln.h"
 #include "onnx/conformance.h"
 #include "onnx/onnx.h"
@@ -37,6 +39,8 @@ struct BenchArgs {
   std::string onnx_dir;
   // --compiled-only: leave out the eager rows (a profiler then sees the compiled kernels alone).
   bool compiled_only = false;
+  // --sweep: the shape sweep (bench/sweep.txt) instead of the suite.
+  bool sweep = false;
 };
 
 struct Workload {
@@ -168,6 +172,45 @@ std::vector<Workload> workloads(bool gpu) {
 
 int bench_onnx(const BenchArgs& a);
 
+// The shape sweep (bench/sweep.txt, compiled in): GEMMs and convolutions of real models'
+// layers at several batch sizes, named as torch_suite.py --sweep names them.
+std::vector<Workload> sweep_workloads() {
+  std::vector<Workload> w;
+  std::istringstream in(kSweepSpec);
+  std::string line;
+  uint64_t seed = 100;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string kind, name;
+    if (!(f >> kind) || kind[0] == '#') continue;
+    f >> name;
+    if (kind == "gemm") {
+      int64_t k = 0, n = 0;
+      f >> k >> n;
+      for (int64_t m : {1, 7, 32, 100, 1000}) {
+        w.push_back({"gemm_" + name + "_m" + std::to_string(m) + "_k" + std::to_string(k) + "_n" + std::to_string(n),
+                     {randn({m, k}, seed++), randn({k, n}, seed++) * (1.0 / std::sqrt(double(k)))},
+                     [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, 0, 2.0 * double(m * k * n)});
+      }
+    } else if (kind == "conv") {
+      int64_t cin = 0, cout = 0, kernel = 0, stride = 0, pad = 0, groups = 0, hw = 0;
+      f >> cin >> cout >> kernel >> stride >> pad >> groups >> hw;
+      const int64_t out = (hw + 2 * pad - kernel) / stride + 1;
+      for (int64_t nb : {1, 8}) {
+        w.push_back({"conv_" + name + "_n" + std::to_string(nb),
+                     {randn({nb, cin, hw, hw}, seed++), randn({cout, cin / groups, kernel, kernel}, seed++) * 0.05},
+                     [stride, pad, groups](const std::vector<Tensor>& x) {
+                       return conv2d(x[0], x[1], Tensor(), {stride}, {pad}, {1}, groups);
+                     },
+                     0, 2.0 * double(nb * cout * out * out * (cin / groups) * kernel * kernel)});
+      }
+    } else {
+      KILN_CHECK(false, "bench/sweep.txt: unknown kind '", kind, "' in: ", line);
+    }
+  }
+  return w;
+}
+
 int bench(const BenchArgs& a) {
   if (a.target != "host" && a.target != "host-cuda") {
     user_error("bench: --target must be host or host-cuda, not '", a.target, "'");
@@ -175,7 +218,7 @@ int bench(const BenchArgs& a) {
   if (!a.onnx_dir.empty()) return bench_onnx(a);
   const bool gpu = a.target == "host-cuda";
   if (gpu && !cuda_available()) user_error("bench: --target host-cuda needs a usable CUDA GPU; none was found");
-  std::vector<Workload> all = workloads(gpu);
+  std::vector<Workload> all = a.sweep ? sweep_workloads() : workloads(gpu);
   std::vector<std::string> names;
   for (const Workload& w : all) names.push_back(w.name);
   const auto selected = name_filter("bench", a.filter, names, "workload");
@@ -262,6 +305,9 @@ void add_bench(CLI::App& kiln, int* status) {
                      "time per implementation, after 5 runs (default 20; 0: no limit)");
   add_scheduler_option(c, &a->schedulers);
   c->add_flag("--compiled-only", a->compiled_only, "time the compiled rows only (no kiln-eager rows)");
+  c->add_flag("--sweep", a->sweep,
+              "the shape sweep instead of the suite: GEMMs and convolutions of real models' layers at batch sizes "
+              "1 to 1000 (bench/sweep.txt; torch_suite.py --sweep times PyTorch on the same)");
   c->add_option("--onnx", a->onnx_dir,
                 "time the ONNX models in DIR instead (compiled, on ONNX's dummy inputs; compile_s is load to first "
                 "result); bench/onnxruntime_suite.py times onnxruntime on the same")
