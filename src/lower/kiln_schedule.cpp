@@ -224,8 +224,16 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
         autoschedule::choose_matmul_tasks(shape, tile.rows, tile.vectors, lanes, machine, &why, &runner_ups);
     // b read in place where it can be and stays in L2 (half of it, per batch element):
     // packing a small b costs a pass over it per call, a large one read in place streams
-    // from L3 with a stride (docs/autoscheduler.md gives the measurements).
-    const bool in_place = matmul_reads_b_in_place(matmul.func) && shape.k * shape.n * shape.bytes <= machine.l2 / 2.0;
+    // from L3 with a stride (docs/autoscheduler.md gives the measurements). With few rows
+    // (8 row tiles or fewer: batch 1 to about 32) the product reads b about once anyway, and
+    // packing it triples the traffic: on the 2-core VM a [1, 768] x [768, 3072] product
+    // took 0.73 ms packed, 0.17 in place (PyTorch 0.18); LLaMA's [7, 4096] x [4096, 4096]
+    // 8.2 ms against 3.1 (PyTorch 2.8). At 20 row tiles in place lost (M = 100: 3.4 ms
+    // against 2.0).
+    const bool few_rows = row_tiles <= 8;
+    const bool in_place = matmul_reads_b_in_place(matmul.func) &&
+                          (few_rows || shape.k * shape.n * shape.bytes <= machine.l2 / 2.0);
+    if (few_rows && in_place) why += "; few rows";
     if (in_place) why += "; b read in place";
     for (auto& [other, extra] : runner_ups) other.pack_b = !in_place;
     if (matmul_reads_b_in_place(matmul.func)) {
