@@ -943,18 +943,10 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
       return;
     }
     const int partials = int(std::min(double(1 << 16), std::pow(2.0, std::floor(std::log2(n / 64)))));
-    std::string all = f.rvars[0];
-    StageWriter update = w.stage(f.name, 0);
-    for (size_t i = 1; i < f.rvars.size(); ++i) {
-      update.fuse(all, f.rvars[i], all + "_" + f.rvars[i]);
-      all += "_" + f.rvars[i];
-    }
-    update.split(all, "ro", "ri", partials, TailStrategy::GuardWithIf);
-    std::string first;
-    try {
-      first = w.rfactor(f.name, "ri", "u");
-    } catch (const Halide::CompileError& e) {
-      schedule_serial_reduction(w, f, std::string("Halide cannot rfactor it: ") + e.what());
+    std::string why;
+    const std::string first = rfactor_strided(w, f, partials, &why);
+    if (first.empty()) {
+      schedule_serial_reduction(w, f, "Halide cannot rfactor it: " + why);
       return;
     }
     w.compute_root(f.name);
@@ -992,6 +984,25 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
     decide("schedule", o.str());
   }
 
+  // `f`'s reduction variables fused into one and split into `ways` strided slices, which
+  // rfactor makes the pure var "u" of a new Func (the partial results), returned by name;
+  // "" where Halide cannot prove the update associative (`why` says so).
+  std::string rfactor_strided(ScheduleWriter& w, const FuncInfo& f, int ways, std::string* why) {
+    std::string all = f.rvars[0];
+    StageWriter update = w.stage(f.name, 0);
+    for (size_t i = 1; i < f.rvars.size(); ++i) {
+      update.fuse(all, f.rvars[i], all + "_" + f.rvars[i]);
+      all += "_" + f.rvars[i];
+    }
+    update.split(all, "ro", "ri", ways, TailStrategy::GuardWithIf);
+    try {
+      return w.rfactor(f.name, "ri", "u");
+    } catch (const Halide::CompileError& e) {
+      *why = e.what();
+      return "";
+    }
+  }
+
   // A column reduction (a bias gradient: [rows, columns] summed over rows). One thread per
   // column leaves the GPU nearly empty when rows are many and columns few (4096 columns are
   // 128 warps on 132 SMs, each a chain of 8192 dependent loads: an H100 train step spent
@@ -1006,18 +1017,10 @@ struct GpuSearch : SearchSkeleton<GpuSearch> {
       schedule_serial_reduction(w, f, "columns in parallel");
       return;
     }
-    std::string all = f.rvars[0];
-    StageWriter update = w.stage(f.name, 0);
-    for (size_t i = 1; i < f.rvars.size(); ++i) {
-      update.fuse(all, f.rvars[i], all + "_" + f.rvars[i]);
-      all += "_" + f.rvars[i];
-    }
-    update.split(all, "ro", "ri", chunks, TailStrategy::GuardWithIf);
-    std::string partial;
-    try {
-      partial = w.rfactor(f.name, "ri", "u");
-    } catch (const Halide::CompileError& e) {
-      schedule_serial_reduction(w, f, std::string("columns in parallel; Halide cannot rfactor it: ") + e.what());
+    std::string why;
+    const std::string partial = rfactor_strided(w, f, chunks, &why);
+    if (partial.empty()) {
+      schedule_serial_reduction(w, f, "columns in parallel; Halide cannot rfactor it: " + why);
       return;
     }
     const std::string& x = f.vars[0];

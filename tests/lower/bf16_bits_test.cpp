@@ -34,23 +34,25 @@ double bf16_value(uint16_t b) {
   const double mag = e == 0 ? std::ldexp(m, -133) : std::ldexp(128 + m, e - 134);
   return (b & 0x8000) ? -mag : mag;
 }
-// The nearest bf16 to a finite or infinite d, ties to the even pattern; NaN as quiet NaN.
-uint16_t nearest_bf16(double d) {
+// The nearest 16-bit pattern to a finite or infinite d, ties to the even pattern, for a
+// format whose non-negative patterns increase with `value` up to `inf` (its infinity).
+uint16_t nearest_pattern(double d, uint16_t inf, double (*value)(uint16_t)) {
   const uint16_t sign = std::signbit(d) ? 0x8000 : 0;
   const double a = std::fabs(d);
-  if (std::isinf(a)) return sign | 0x7f80;
-  // Largest non-negative pattern p <= 0x7f80 with value(p) <= a.
-  uint16_t lo = 0, hi = 0x7f80;
+  if (std::isinf(a)) return sign | inf;
+  // Largest non-negative pattern p <= inf with value(p) <= a.
+  uint16_t lo = 0, hi = inf;
   while (lo < hi) {
     const uint16_t mid = uint16_t((lo + hi + 1) / 2);
-    if (bf16_value(mid) <= a) lo = mid; else hi = uint16_t(mid - 1);
+    if (value(mid) <= a) lo = mid; else hi = uint16_t(mid - 1);
   }
-  if (lo == 0x7f80) return sign | 0x7f80;
-  const double below = bf16_value(lo), above = bf16_value(uint16_t(lo + 1));
+  if (lo == inf) return sign | inf;
+  const double below = value(lo), above = value(uint16_t(lo + 1));
   uint16_t p = lo;
   if (a - below > above - a || (a - below == above - a && (lo & 1))) p = uint16_t(lo + 1);
   return sign | p;
 }
+uint16_t nearest_bf16(double d) { return nearest_pattern(d, 0x7f80, bf16_value); }
 
 template <typename In>
 Halide::Buffer<uint16_t> to_bf16_on_cpu(const std::vector<In>& values, Halide::Type source) {
@@ -70,22 +72,7 @@ double f16_value(uint16_t b) {
   const double mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
   return (b & 0x8000) ? -mag : mag;
 }
-// The nearest f16 to a finite or infinite d, ties to the even pattern.
-uint16_t nearest_f16(double d) {
-  const uint16_t sign = std::signbit(d) ? 0x8000 : 0;
-  const double a = std::fabs(d);
-  if (std::isinf(a)) return sign | 0x7c00;
-  uint16_t lo = 0, hi = 0x7c00;
-  while (lo < hi) {
-    const uint16_t mid = uint16_t((lo + hi + 1) / 2);
-    if (f16_value(mid) <= a) lo = mid; else hi = uint16_t(mid - 1);
-  }
-  if (lo == 0x7c00) return sign | 0x7c00;
-  const double below = f16_value(lo), above = f16_value(uint16_t(lo + 1));
-  uint16_t p = lo;
-  if (a - below > above - a || (a - below == above - a && (lo & 1))) p = uint16_t(lo + 1);
-  return sign | p;
-}
+uint16_t nearest_f16(double d) { return nearest_pattern(d, 0x7c00, f16_value); }
 
 // Casts to f16 as CUDA targets lower them (lower_bf16_casts), run on the CPU, `lanes`
 // wide (the vector form is what the NVPTX back end got wrong).
