@@ -310,7 +310,8 @@ void add_bench(CLI::App& kiln, int* status) {
               "1 to 1000 (bench/sweep.txt; torch_suite.py --sweep times PyTorch on the same)");
   c->add_option("--onnx", a->onnx_dir,
                 "time the ONNX models in DIR instead (compiled, on ONNX's dummy inputs; compile_s is load to first "
-                "result); bench/onnxruntime_suite.py times onnxruntime on the same")
+                "result, from the compile cache where it has the model: KILN_CACHE=0 for cold compiles); "
+                "bench/onnxruntime_suite.py times onnxruntime on the same")
       ->type_name("DIR");
   c->callback([a, status] { *status = bench(*a); });
 }
