@@ -76,15 +76,16 @@ Tensor::Tensor(DType dtype, const std::vector<int64_t>& sizes) {
     // No elements: no memory. (Halide sizes an allocation from the strides of the other
     // dims, so [4231, 0, 89229620] asked for terabytes; found by fuzzing read_npy.) The
     // host pointer is a shared, never-written block, as a pointer must not be null.
-    // Strides as if each size 0 were 1 (the innermost stays 1), 0 past 32 bits: Halide's
-    // own dense strides overflow int for [4231, 162551, 0, 89229620] (UBSan, read_npy).
+    // Halide's dense strides (a size 0 makes the strides outside it 0, which compiled
+    // kernels expect), computed in 64 bits and 0 past 32: Halide's own overflow int for
+    // [4231, 162551, 0, 89229620] (UBSan, read_npy). Nothing is addressed through them.
     alignas(128) static unsigned char nothing[128];
     const std::vector<int> extents = halide_sizes(sizes);
     std::vector<halide_dimension_t> dims(extents.size());
     int64_t stride = 1;
     for (size_t d = 0; d < extents.size(); ++d) {
       dims[d] = halide_dimension_t(0, extents[d], stride > INT32_MAX ? 0 : int32_t(stride));
-      stride = stride > INT32_MAX ? stride : stride * std::max(extents[d], 1);
+      stride = stride > INT32_MAX ? 0 : stride * extents[d];
     }
     impl->buffer = Halide::Runtime::Buffer<void>(to_halide_type(dtype), nothing, int(dims.size()), dims.data());
   } else {
