@@ -50,6 +50,14 @@ Halide::Func pipeline_func(const Halide::Pipeline& pipeline, const std::string& 
 
 namespace {
 
+// Whether every RDom extent of an accumulator's update is a constant.
+bool constant_reduction(const Halide::Func& acc) {
+  for (const Halide::Internal::ReductionVariable& rv : acc.function().update(0).schedule().rvars()) {
+    if (!Halide::Internal::as_const_int(rv.extent)) return false;
+  }
+  return true;
+}
+
 // Reduction steps of a contraction accumulator: the product of its update's RDom extents.
 double reduction_steps(const Halide::Func& acc) {
   double steps = 1;
@@ -65,10 +73,15 @@ bool is_conv_accumulator(const StageInfo& s) {
   return s.extents.size() == 4 && s.func.name().rfind("conv2d_acc", 0) == 0 && s.func.has_update_definition();
 }
 
-// A matmul accumulator whose sizes are all known (a dynamic one keeps the rules' tasks).
+// A conv2d accumulator whose reduction (channels in x window) is of known size; one of a
+// dynamic size keeps the rules' tile.
+bool is_sized_conv_accumulator(const StageInfo& s) { return is_conv_accumulator(s) && constant_reduction(s.func); }
+
+// A matmul accumulator whose sizes, k included, are all known (a dynamic one keeps the
+// rules' tasks).
 bool is_sized_matmul_accumulator(const StageInfo& s) {
   return s.extents.size() >= 2 && s.func.name().rfind("matmul_acc", 0) == 0 && s.func.has_update_definition() &&
-         std::find(s.extents.begin(), s.extents.end(), 0) == s.extents.end();
+         std::find(s.extents.begin(), s.extents.end(), 0) == s.extents.end() && constant_reduction(s.func);
 }
 
 // What prepare_kiln_schedule decided.
@@ -184,6 +197,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
       p.contractions.conv_tiles[key] = t;
       return CpuConvTile{t.vectors, t.channels};
     }
+    if (!is_sized_conv_accumulator(conv)) return CpuConvTile{};
     std::string why;
     std::vector<std::pair<autoschedule::ConvTile, double>> runner_ups;
     const autoschedule::ConvTile t = autoschedule::choose_conv_tile(
