@@ -1,5 +1,6 @@
 #include "lower/scheduler.h"
 
+#include <cstdlib>
 #include <functional>
 
 #include "core/error.h"
@@ -73,6 +74,13 @@ std::string resolve_default_scheduler(const std::string& name, bool /*gpu_target
   // the 2-core CPU (docs/benchmarks.md).
   if (name != "default") return name;
   return "Kiln";
+}
+
+std::string scheduler_from_env(bool gpu_target) {
+  const char* env = std::getenv("KILN_SCHEDULER");
+  if (!env || !*env) return resolve_default_scheduler("default", gpu_target);
+  check_scheduler_name(env, "KILN_SCHEDULER");
+  return resolve_default_scheduler(env, gpu_target);
 }
 
 ScheduleFn make_schedule_fn(const std::string& scheduler, const Graph& graph, const std::vector<Tensor>& example_inputs) {

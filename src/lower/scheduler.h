@@ -23,6 +23,8 @@ const std::vector<std::string>& scheduler_names();
 void check_scheduler_name(const std::string& name, const std::string& where);
 // The scheduler that `name` means for a target: "default" resolved, any other name as is.
 std::string resolve_default_scheduler(const std::string& name, bool gpu_target);
+// The environment's KILN_SCHEDULER (checked), else "default", resolved for the target.
+std::string scheduler_from_env(bool gpu_target);
 // What the autoscheduler plans for `graph` compiled for inputs like `example_inputs`:
 // their sizes (a dynamic dim's traced size is the best guess of the sizes to come) and the
 // outputs' sizes they imply.

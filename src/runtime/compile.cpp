@@ -117,10 +117,7 @@ std::string resolve_scheduler(const CompileOptions& o, const Halide::Target& tar
     check_scheduler_name(o.scheduler, o.name + ": CompileOptions::scheduler");
     return resolve_default_scheduler(o.scheduler, gpu);
   }
-  const char* env = std::getenv("KILN_SCHEDULER");
-  if (!env || !*env) return resolve_default_scheduler("default", gpu);
-  check_scheduler_name(env, "KILN_SCHEDULER");
-  return resolve_default_scheduler(env, gpu);
+  return scheduler_from_env(gpu);
 }
 
 }  // namespace

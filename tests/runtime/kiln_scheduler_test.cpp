@@ -228,6 +228,43 @@ TEST(KilnScheduler, DynamicDimsServeSizesItDidNotPlanFor) {
   EXPECT_EQ(f.num_compilations(), 1);
 }
 
+TEST(KilnScheduler, MatmulsOfADynamicDepthKeepTheRulesSizes) {
+  // Static outputs, a dynamic k: the cost model has no depth to price, so the rules'
+  // sizes serve (this once raised an internal error; eager kernels meet it too).
+  CompileOptions o = with_scheduler("Kiln");
+  o.dynamic_dims = {{0, 1}, {1, 0}};
+  auto mm = [](const Tensor& a, const Tensor& b) { return matmul(a, b); };
+  auto f = compile(mm, o);
+  for (int64_t k : {9, 40}) {
+    Tensor a = randn({6, k}, uint64_t(k)), b = randn({k, 5}, uint64_t(k + 1));
+    EXPECT_TRUE(allclose(f(a, b), mm(a, b), 1e-4, 1e-5)) << "k = " << k;
+  }
+  EXPECT_EQ(f.num_compilations(), 1);
+}
+
+TEST(KilnScheduler, PlansEagerKernelsOnTheCpuForEverySize) {
+  // An eager kernel is planned for its first call's sizes and serves every size of its
+  // signature after: rows shorter than a vector, odd row counts, larger ones.
+  auto fn = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return softmax(layer_norm(x, {x.shape().dims().back().size}, w, b) * 3.0, -1);
+  };
+  std::string log;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{64, 96}, {3, 5}, {37, 301}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    Tensor x = randn({rows, cols}, uint64_t(rows)), w = randn({cols}, 2), b = randn({cols}, 3);
+    Tensor got;
+    log += logged("schedule", [&] { got = fn(x, w, b); });
+    Tensor want = compile(fn, with_scheduler("rules"))(x, w, b);
+    EXPECT_TRUE(allclose(got, want, 1e-5, 1e-6)) << max_abs_diff(got, want);
+  }
+  EXPECT_TRUE(mentions(log, "Kiln")) << log;
+  // KILN_SCHEDULER picks eager kernels' scheduler too.
+  ScopedEnv rules("KILN_SCHEDULER", "rules");
+  Tensor x = randn({11, 13}, 4);
+  const std::string rules_log = logged("schedule", [&] { kiln::log_softmax(x, -1); });
+  EXPECT_FALSE(mentions(rules_log, "Kiln")) << rules_log;
+}
+
 TEST(KilnScheduler, GradientsMatchThroughTheCompiledBackward) {
   auto loss = [](const Tensor& x, const Tensor& w) { return sum(gelu(matmul(x, w))); };
   Tensor x = randn({12, 20}, 17), w = randn({20, 24}, 18);
