@@ -29,6 +29,8 @@ class Tape {
 
   const std::vector<TapeEntry>& entries() const { return entries_; }
 
+  // Whether a tape is active on this thread.
+  static bool any_active();
   // Appends to every tape active on this thread; a no-op when there is none.
   static void record(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                      const Tensor& output);

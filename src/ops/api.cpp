@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "graph/tracer.h"
+#include "runtime/eager.h"
 
 namespace kiln {
 
@@ -223,18 +224,28 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
   int64_t k = trailing_dims("layer_norm", x, normalized_shape);
   check_affine("layer_norm", "weight", weight, normalized_shape);
   check_affine("layer_norm", "bias", bias, normalized_shape);
-  Tensor y = apply_op("layer_norm", {x}, {{"dims", k}, {"eps", eps}});
-  if (weight.defined()) y = y * weight;
-  if (bias.defined()) y = y + bias;
-  return y;
+  const Attrs attrs{{"dims", k}, {"eps", eps}};
+  std::vector<Tensor> in{x};
+  if (weight.defined()) in.push_back(weight);
+  if (bias.defined()) in.push_back(bias);
+  const bool has_weight = weight.defined();
+  return eager_composite(std::string("layer_norm") + (has_weight ? "+w" : "") + (bias.defined() ? "+b" : ""), attrs,
+                         in, [attrs, has_weight](const std::vector<Tensor>& a) {
+                           Tensor y = apply_op("layer_norm", {a[0]}, attrs);
+                           if (has_weight) y = y * a[1];
+                           if (a.size() > size_t(has_weight ? 2 : 1)) y = y + a.back();
+                           return y;
+                         });
 }
 
 Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
                 const Tensor& weight, double eps) {
   int64_t k = trailing_dims("rms_norm", x, normalized_shape);
   check_affine("rms_norm", "weight", weight, normalized_shape);
-  Tensor y = apply_op("rms_norm", {x}, {{"dims", k}, {"eps", eps}});
-  return weight.defined() ? y * weight : y;
+  const Attrs attrs{{"dims", k}, {"eps", eps}};
+  if (!weight.defined()) return apply_op("rms_norm", {x}, attrs);
+  return eager_composite("rms_norm+w", attrs, {x, weight},
+                         [attrs](const std::vector<Tensor>& a) { return apply_op("rms_norm", {a[0]}, attrs) * a[1]; });
 }
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {
@@ -298,8 +309,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (weight.rank() != 2) user_error("linear: weight must be [out_features, in_features], got ", weight.meta().str());
-  Tensor y = matmul(x, transpose(weight, 0, 1));
-  return bias.defined() ? y + bias : y;
+  auto steps = [](const std::vector<Tensor>& a) {
+    Tensor y = matmul(a[0], transpose(a[1], 0, 1));
+    return a.size() > 2 ? y + a[2] : y;
+  };
+  // Eager: one kernel reads the weight in place and adds the bias.
+  if (!bias.defined()) return eager_composite("linear", {}, {x, weight}, steps);
+  return eager_composite("linear+b", {}, {x, weight, bias}, steps);
 }
 
 // ---- Convolution, pooling and batch norm (ops/conv.cpp) ----

@@ -1,5 +1,6 @@
 #include "runtime/eager.h"
 
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -7,6 +8,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "autodiff/autograd.h"
+#include "autodiff/tape.h"
+#include "graph/tracer.h"
 #include "lower/kernel.h"
 #include "lower/scheduler.h"
 #include "lower/target.h"
@@ -59,55 +63,103 @@ int eager_kernels_compiled() {
   return cache().compiled;
 }
 
-Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  // Checks the inputs (and raises the op's own error) before any compilation.
-  std::vector<TensorMeta> concrete;
-  bool on_gpu = false;
-  for (const Tensor& t : inputs) {
-    concrete.push_back(t.meta());
-    on_gpu = on_gpu || t.device().is_cuda();
-  }
-  infer_op(op, concrete, attrs);
+namespace {
 
-  std::vector<TensorMeta> metas = op.eager_generic ? generic_metas(inputs) : concrete;
-  // On the CPU the autoscheduler (KILN_SCHEDULER, else Kiln) plans each kernel for the
-  // sizes of its first call; the kernel stays correct for every size its key admits. The
-  // rules took 1.6-3.4x as long on the suite's softmax, layer norm, attention and conv
-  // (2-core VM). On a GPU the rules' kernels serve.
-  const std::string scheduler = on_gpu ? "rules" : scheduler_from_env(false);
-  std::string key = op.name + "(" + attrs.str() + ")" + (on_gpu ? "@cuda" : "@host:" + scheduler);
-  for (const TensorMeta& m : metas) key += " " + m.str();
-
-  std::shared_ptr<Kernel> kernel;
+// The kernel cached under `key`, else the one `build` traces into a graph, compiled for
+// the CPU (scheduled by `scheduler`, planned for `inputs`' sizes) or the GPU (the rules).
+std::shared_ptr<Kernel> cached_kernel(const std::string& key, bool on_gpu, const std::string& scheduler,
+                                      const std::vector<Tensor>& inputs, const std::function<Graph()>& build) {
   {
     std::lock_guard<std::mutex> lock(cache().mu);
     EagerCache& c = cache();
     auto it = c.kernels.find(key);
     if (it != c.kernels.end()) {
       c.order.splice(c.order.begin(), c.order, it->second);
-      kernel = it->second->second;
+      return it->second->second;
     }
   }
-  if (!kernel) {
+  const Graph g = build();
+  log("eager", "compiling eager kernel " + key);
+  auto kernel = std::make_shared<Kernel>(g, parse_target(on_gpu ? "host-cuda" : "host"),
+                                         on_gpu ? ScheduleFn{} : make_schedule_fn(scheduler, g, inputs),
+                                         /*vendor_kernels=*/true);
+  std::lock_guard<std::mutex> lock(cache().mu);
+  EagerCache& c = cache();
+  if (!c.kernels.count(key)) {
+    c.order.emplace_front(key, kernel);
+    c.kernels.emplace(key, c.order.begin());
+    if (c.order.size() > kMaxKernels) {
+      c.kernels.erase(c.order.back().first);
+      c.order.pop_back();
+    }
+  }
+  ++c.compiled;
+  return kernel;
+}
+
+bool any_on_gpu(const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.device().is_cuda()) return true;
+  return false;
+}
+
+// On the CPU the autoscheduler (KILN_SCHEDULER, else Kiln) plans each kernel for the
+// sizes of its first call; the kernel stays correct for every size its key admits. The
+// rules took 1.6-3.4x as long on the suite's softmax, layer norm, attention and conv
+// (2-core VM). On a GPU the rules' kernels serve.
+std::string eager_scheduler(bool on_gpu) { return on_gpu ? "rules" : scheduler_from_env(false); }
+
+std::string key_prefix(const std::string& name, const Attrs& attrs, bool on_gpu, const std::string& scheduler) {
+  return name + "(" + attrs.str() + ")" + (on_gpu ? "@cuda" : "@host:" + scheduler);
+}
+
+}  // namespace
+
+Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  // Checks the inputs (and raises the op's own error) before any compilation.
+  std::vector<TensorMeta> concrete;
+  for (const Tensor& t : inputs) concrete.push_back(t.meta());
+  infer_op(op, concrete, attrs);
+
+  const bool on_gpu = any_on_gpu(inputs);
+  const std::string scheduler = eager_scheduler(on_gpu);
+  std::vector<TensorMeta> metas = op.eager_generic ? generic_metas(inputs) : concrete;
+  std::string key = key_prefix(op.name, attrs, on_gpu, scheduler);
+  for (const TensorMeta& m : metas) key += " " + m.str();
+  auto kernel = cached_kernel(key, on_gpu, scheduler, inputs, [&] {
     Graph g;
     std::vector<int> ids;
     for (size_t i = 0; i < metas.size(); ++i) ids.push_back(g.add_placeholder("x" + std::to_string(i), metas[i]));
     g.set_outputs({g.add_op(op.name, ids, attrs)});
-    log("eager", "compiling eager kernel " + key);
-    kernel = std::make_shared<Kernel>(g, parse_target(on_gpu ? "host-cuda" : "host"),
-                                      on_gpu ? ScheduleFn{} : make_schedule_fn(scheduler, g, inputs),
-                                      /*vendor_kernels=*/true);
-    std::lock_guard<std::mutex> lock(cache().mu);
-    EagerCache& c = cache();
-    if (!c.kernels.count(key)) {
-      c.order.emplace_front(key, kernel);
-      c.kernels.emplace(key, c.order.begin());
-      if (c.order.size() > kMaxKernels) {
-        c.kernels.erase(c.order.back().first);
-        c.order.pop_back();
-      }
-    }
-    ++c.compiled;
+    return g;
+  });
+  return kernel->run(inputs)[0];
+}
+
+Tensor eager_composite(const std::string& name, const Attrs& attrs, const std::vector<Tensor>& inputs,
+                       const std::function<Tensor(const std::vector<Tensor>&)>& fn) {
+  bool concrete = !Tracer::current() && !Tape::any_active() && !any_needs_grad(inputs);
+  for (const Tensor& t : inputs) concrete = concrete && t.defined() && !t.is_symbolic();
+  if (!concrete) return fn(inputs);
+  const bool on_gpu = any_on_gpu(inputs);
+  const std::string scheduler = eager_scheduler(on_gpu);
+  const std::vector<TensorMeta> metas = generic_metas(inputs);
+  std::string key = key_prefix("composite:" + name, attrs, on_gpu, scheduler);
+  for (const TensorMeta& m : metas) key += " " + m.str();
+  std::shared_ptr<Kernel> kernel;
+  try {
+    kernel = cached_kernel(key, on_gpu, scheduler, inputs, [&] {
+      Graph g;
+      Tracer tracer(g);
+      std::vector<Tensor> args;
+      for (size_t i = 0; i < metas.size(); ++i) args.push_back(tracer.placeholder("x" + std::to_string(i), metas[i]));
+      g.set_outputs({tracer.value_of(fn(args))});
+      return g;
+    });
+  } catch (const Error&) {
+    // fn refused the inputs (traced with sizes as symbols): op by op, its errors name
+    // the sizes themselves.
+    return fn(inputs);
   }
   return kernel->run(inputs)[0];
 }

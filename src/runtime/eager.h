@@ -5,11 +5,23 @@
 // (KILN_SCHEDULER, else Kiln) plans each kernel for the sizes of its first call.
 #pragma once
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "ops/op.h"
 
 namespace kiln {
 
 Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
+
+// An API function written with several ops (layer_norm's normalization, scale and shift),
+// run eagerly as one kernel as PyTorch runs its fused ones: `fn` traced once per signature
+// (`name`, `attrs` and the inputs' types, as eager_apply keys ops), compiled and cached.
+// `fn` runs op by op instead where a gradient could need its steps: an input is traced or
+// needs grad, or a Tape records. `fn` must depend only on its arguments and `attrs`.
+Tensor eager_composite(const std::string& name, const Attrs& attrs, const std::vector<Tensor>& inputs,
+                       const std::function<Tensor(const std::vector<Tensor>&)>& fn);
 
 // Number of eager kernels compiled so far in this process (for tests and tools).
 int eager_kernels_compiled();

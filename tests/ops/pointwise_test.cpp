@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "ops/op_test_util.h"
+#include "autodiff/tape.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -356,6 +357,36 @@ TEST(Eager, KernelsAreCachedPerSignatureNotPerSize) {
   kiln::sqrt(b);             // same op, dtype, rank: no new kernel
   kiln::sqrt(rand({9, 9}));  // rank 2: new kernel
   EXPECT_EQ(eager_kernels_compiled(), before + 1);
+}
+
+TEST(Eager, AffineNormsRunAsOneKernelUnlessAGradientNeedsTheirSteps) {
+  Tensor x = randn({5, 33}, 1), w = randn({33}, 2), b = randn({33}, 3);
+  // The reference: the same ops one by one (a tape records, so no composite).
+  auto steps = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) {
+    Tape tape;
+    const int64_t n = xx.shape().dims().back().size;
+    return std::make_pair(layer_norm(xx, {n}, ww, bb), rms_norm(xx, {n}, ww));
+  };
+  const auto [ln_want, rms_want] = steps(x, w, b);
+  layer_norm(x, {33}, w, b);
+  rms_norm(x, {33}, w);
+  int before = eager_kernels_compiled();
+  Tensor ln = layer_norm(x, {33}, w, b), rms = rms_norm(x, {33}, w);
+  EXPECT_EQ(eager_kernels_compiled(), before);  // cached, one kernel each
+  EXPECT_TRUE(allclose(ln, ln_want, 1e-5, 1e-6)) << max_abs_diff(ln, ln_want);
+  EXPECT_TRUE(allclose(rms, rms_want, 1e-5, 1e-6)) << max_abs_diff(rms, rms_want);
+  // Another size of the same signature: no new kernel; a new signature (no bias): one.
+  Tensor x2 = randn({7, 9}, 4), w2 = randn({9}, 5), b2 = randn({9}, 6);
+  EXPECT_TRUE(allclose(layer_norm(x2, {9}, w2, b2), steps(x2, w2, b2).first, 1e-5, 1e-6));
+  EXPECT_EQ(eager_kernels_compiled(), before);
+  layer_norm(x2, {9}, w2);
+  EXPECT_EQ(eager_kernels_compiled(), before + 1);
+  // A weight that needs grad: op by op, so backward() reaches it.
+  Tensor wg = w.detach().requires_grad();
+  sum(layer_norm(x, {33}, wg, b)).backward();
+  ASSERT_TRUE(wg.grad().defined());
+  Tensor xhat = layer_norm(x, {33});
+  EXPECT_TRUE(allclose(wg.grad(), sum(xhat, {0}), 1e-5, 1e-5)) << max_abs_diff(wg.grad(), sum(xhat, {0}));
 }
 
 }  // namespace
