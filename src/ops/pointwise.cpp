@@ -419,14 +419,22 @@ Expr inline_pure_calls(const Expr& e, int levels) {
     int levels;
     using IRMutator::visit;
     Expr visit(const Call* c) override {
+      // Strict operations as the plain ones: Halide's loop trimming sees through them.
+      if (c->is_strict_float_intrinsic()) return mutate(unstrictify_float(c));
       if (levels == 0 || c->call_type != Call::Halide || !c->func.defined()) return IRMutator::visit(c);
       Function f(c->func);
       if (!f.is_pure() || f.outputs() != 1) return IRMutator::visit(c);
       std::map<std::string, Expr> args;
       for (size_t i = 0; i < f.args().size(); ++i) args[f.args()[i]] = mutate(c->args[i]);
-      --levels;
-      Expr inlined = mutate(substitute(args, f.values()[0]));
-      ++levels;
+      // A wrapper (a Func that only reads another, as an input's x0_in reads x0) costs no
+      // level: both operands must reach the same leaves however many they pass.
+      const Expr& value = f.values()[0];
+      const Expr inner = value.as<Cast>() ? value.as<Cast>()->value : value;
+      const Call* read = inner.as<Call>();
+      const bool wrapper = read && (read->call_type == Call::Halide || read->call_type == Call::Image);
+      if (!wrapper) --levels;
+      Expr inlined = mutate(substitute(args, value));
+      if (!wrapper) ++levels;
       return inlined;
     }
   } inliner;

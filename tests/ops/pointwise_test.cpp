@@ -482,6 +482,26 @@ TEST(BinaryOps, CancellationsThroughNegKeepNaN) {
   }
 }
 
+// The same inside a reduction, whose update Halide drops when it proves the term 0, with
+// the operands reaching the input through different numbers of Funcs (kiln_fuzz: the
+// compiled gradient of std_dev over one element was 0, not NaN).
+TEST(BinaryOps, SummedCancellationsKeepNaN) {
+  Tensor x = from_vector(std::vector<double>{NAN, 1, 2, INFINITY, 4, 5}, Shape({2, 3}));
+  auto f = [](const Tensor& v) {
+    Tensor a = v + v;
+    Tensor e = exp(v);
+    return std::vector<Tensor>{sum(v + neg(v)), sum(a + neg(a)), sum(e + neg(e), {1}), sum(neg(a) + a, {0})};
+  };
+  for (const auto& outs : {f(x), compile(f)(x)}) {
+    EXPECT_TRUE(std::isnan(outs[0].to_doubles()[0])) << outs[0].str();
+    EXPECT_TRUE(std::isnan(outs[1].to_doubles()[0])) << outs[1].str();
+    EXPECT_EQ(outs[2].to_doubles().size(), 2u);
+    EXPECT_TRUE(std::isnan(outs[2].to_doubles()[0]) && std::isnan(outs[2].to_doubles()[1])) << outs[2].str();
+    const std::vector<double> cols = outs[3].to_doubles();
+    EXPECT_TRUE(std::isnan(cols[0]) && cols[1] == 0.0 && cols[2] == 0.0) << outs[3].str();
+  }
+}
+
 TEST(BinaryOps, ZeroDimTensorsPromoteLikeScalars) {
   // PyTorch: a 0-d operand decides the dtype only when of a higher category.
   EXPECT_EQ((ones(Shape({3}), DType::F16) + scalar_tensor(1.0, DType::F32)).dtype(), DType::F16);
