@@ -86,7 +86,11 @@ std::vector<Tensor> backward_through_outputs(const std::vector<TapeEntry>& entri
     for (const Tensor& in : e.inputs) wanted.push_back(needs.count(in.impl()) > 0);
     std::vector<Tensor> in_grads = vjp(VjpArgs{e.inputs, e.output, g, e.attrs, std::move(wanted)});
     for (size_t k = 0; k < e.inputs.size() && k < in_grads.size(); ++k) {
-      if (in_grads[k].defined() && needs.count(e.inputs[k].impl())) add_grad(grads, e.inputs[k], in_grads[k]);
+      if (!in_grads[k].defined() || !needs.count(e.inputs[k].impl())) continue;
+      // A gradient has its input's dtype, as in PyTorch and backward(): an f32 value
+      // multiplied by an f64 one gets its gradient rounded to f32 here, not at the leaf.
+      const DType t = e.inputs[k].dtype();
+      add_grad(grads, e.inputs[k], in_grads[k].dtype() == t ? in_grads[k] : cast(in_grads[k], t));
     }
   }
   std::vector<Tensor> out;

@@ -186,7 +186,8 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
   }
   CpuContractionChoices choices;
   choices.conv_tile = [&](const StageInfo& conv, int lanes) {
-    if (!is_conv_accumulator(conv)) return CpuConvTile{};
+    // A stage the outputs do not read (an empty slice of it, say) keeps the rules' tile.
+    if (!is_conv_accumulator(conv) || !key_of.count(conv.func.name())) return CpuConvTile{};
     const std::string& key = key_of.at(conv.func.name());
     const std::vector<int64_t>& e = conv.extents;  // ow, o, oh, n
     const std::string what = conv.func.name() + " (" + std::to_string(e[0]) + " columns, " + std::to_string(e[1]) + " channels)";
@@ -209,7 +210,7 @@ Prepared prepare(LoweredGraph& lowered, const Halide::Target& target, const Size
     return CpuConvTile{t.vectors, t.channels};
   };
   choices.matmul_tasks = [&](const StageInfo& matmul, int lanes, CpuMatmulTile tile) {
-    if (!is_sized_matmul_accumulator(matmul)) return CpuMatmulTasks{};
+    if (!is_sized_matmul_accumulator(matmul) || !key_of.count(matmul.func.name())) return CpuMatmulTasks{};
     const std::string& key = key_of.at(matmul.func.name());
     const std::vector<int64_t>& e = matmul.extents;  // n, m, batch...
     autoschedule::ContractionShape shape;

@@ -220,6 +220,20 @@ TEST(Grad, ErrorsSayWhatIsWrong) {
 }
 
 // grad of grad: the inner gradient's ops are differentiated again, eager and compiled.
+TEST(Grad, IntermediateGradientsHaveTheirValuesDtypeAsInBackward) {
+  // x f64, v = f32(x): v's gradient (g * x, f64) is rounded to f32 before it reaches x,
+  // in grad() as in backward() and PyTorch (kiln_fuzz: the two differed in the last bits).
+  Tensor x = from_vector(std::vector<double>{0.1, 1.0 / 3.0, -9.7, 2.0 / 7.0}, Shape({2, 2}), DType::F64);
+  auto loss = [](const Tensor& t) { return sum(t * triu(cast(t, DType::F32), 0) * 1.7); };
+  const Tensor g = grad([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{loss(in[0])}; }, {0})({x})[0];
+  Tensor leaf = x.detach().requires_grad();
+  loss(leaf).backward();
+  EXPECT_EQ(g.to_doubles(), leaf.grad().to_doubles());
+  // The upper triangle: f32(x) * 1.7 + f32(x * 1.7) in f64.
+  const double x01 = 1.0 / 3.0;
+  EXPECT_EQ(g.to_doubles()[1], double(float(x01)) * 1.7 + double(float(x01 * 1.7)));
+}
+
 TEST(Grad, SecondDerivatives) {
   Tensor x = rand({5}, 4, -1, 1, DType::F64);
   auto inner = [](const Tensor& a) { return sum(sin(a) * a); };  // d/da = cos a * a + sin a

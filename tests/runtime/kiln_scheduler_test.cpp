@@ -242,6 +242,20 @@ TEST(KilnScheduler, MatmulsOfADynamicDepthKeepTheRulesSizes) {
   EXPECT_EQ(f.num_compilations(), 1);
 }
 
+TEST(KilnScheduler, ContractionsOnlyAnEmptySliceReads) {
+  // The outputs read none of the contraction (kiln_fuzz: std::out_of_range from the plan).
+  auto fn = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& a) {
+    return std::vector<Tensor>{slice(conv2d(x, w, b, {2}, {1}), 2, 5, 5, 3),
+                               slice(matmul(a, reshape(w, {1, 1})), 0, 1, 1, 1)};
+  };
+  Tensor x = randn({1, 1, 1, 1}, 1, DType::F16), w = randn({1, 1, 1, 1}, 2, DType::F16), b = randn({1}, 3, DType::F16);
+  Tensor a = randn({3, 1}, 4, DType::F16);
+  const std::vector<Tensor> got = compile(fn, with_scheduler("Kiln"))(x, w, b, a);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].meta().str(), "f16[1, 1, 0, 2]");
+  EXPECT_EQ(got[1].meta().str(), "f16[0, 1]");
+}
+
 TEST(KilnScheduler, PlansEagerKernelsOnTheCpuForEverySize) {
   // An eager kernel is planned for its first call's sizes and serves every size of its
   // signature after: rows shorter than a vector, odd row counts, larger ones.
