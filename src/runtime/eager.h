@@ -2,7 +2,9 @@
 // are compiled once per op signature and cached. The signature holds the op, its
 // attributes, the input dtypes and which dims are 1 and which are equal to each other,
 // not the sizes themselves: one kernel serves every size. On the CPU the autoscheduler
-// (KILN_SCHEDULER, else Kiln) plans each kernel for the sizes of its first call.
+// (KILN_SCHEDULER, else Kiln) plans each kernel for the sizes of its first call, and a
+// signature called three times in a row with the same sizes gets a kernel compiled for
+// those sizes exactly.
 #pragma once
 
 #include <functional>

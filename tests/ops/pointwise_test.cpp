@@ -359,6 +359,23 @@ TEST(Eager, KernelsAreCachedPerSignatureNotPerSize) {
   EXPECT_EQ(eager_kernels_compiled(), before + 1);
 }
 
+TEST(Eager, SizesThatKeepComingGetAKernelOfTheirOwn) {
+  Tensor x = randn({6, 40}, 7), y = randn({5, 33}, 8);
+  const Tensor first = log_softmax(x, -1);  // the shape-generic kernel
+  int before = eager_kernels_compiled();
+  const Tensor second = log_softmax(x, -1);
+  EXPECT_EQ(eager_kernels_compiled(), before);
+  const Tensor third = log_softmax(x, -1);  // third in a row: one for 6 x 40 exactly
+  EXPECT_EQ(eager_kernels_compiled(), before + 1);
+  for (int i = 0; i < 3; ++i) log_softmax(x, -1);
+  EXPECT_EQ(eager_kernels_compiled(), before + 1);
+  EXPECT_TRUE(allclose(third, first, 1e-6, 1e-7)) << max_abs_diff(third, first);
+  // Other sizes of the signature still run the generic kernel.
+  const Tensor other = log_softmax(y, -1);
+  EXPECT_EQ(eager_kernels_compiled(), before + 1);
+  EXPECT_TRUE(allclose(other, compile([](const Tensor& t) { return log_softmax(t, -1); })(y), 1e-6, 1e-7));
+}
+
 TEST(Eager, AffineNormsRunAsOneKernelUnlessAGradientNeedsTheirSteps) {
   Tensor x = randn({5, 33}, 1), w = randn({33}, 2), b = randn({33}, 3);
   // The reference: the same ops one by one (a tape records, so no composite).
