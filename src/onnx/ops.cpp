@@ -913,6 +913,8 @@ const std::map<std::string, Converter>& converters() {
     t["Abs"] = unary(abs), t["Neg"] = unary(neg), t["Exp"] = unary(exp), t["Log"] = unary(log);
     t["Sqrt"] = unary(sqrt), t["Relu"] = unary(relu), t["Sigmoid"] = unary(sigmoid), t["Tanh"] = unary(tanh);
     t["Sin"] = unary(sin), t["Cos"] = unary(cos), t["Tan"] = unary(tan), t["Erf"] = unary(erf);
+    t["Asin"] = unary(asin), t["Acos"] = unary(acos), t["Atan"] = unary(atan);
+    t["Asinh"] = unary(asinh), t["Acosh"] = unary(acosh), t["Atanh"] = unary(atanh);
     t["Floor"] = unary(floor), t["Ceil"] = unary(ceil), t["Round"] = unary(round), t["Not"] = unary(logical_not);
     t["Softplus"] = unary(softplus);
     t["Identity"] = [](const NodeContext& c) { return Outs{c.in(0)}; };

@@ -19,6 +19,12 @@ Tensor apply_op(const std::string& op, const std::vector<Tensor>& inputs,
 Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
 Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);   // NaN outside [-1, 1]
+Tensor acos(const Tensor& x);   // NaN outside [-1, 1]
+Tensor atan(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);  // NaN below 1
+Tensor atanh(const Tensor& x);  // NaN outside [-1, 1], +-inf at +-1
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor abs(const Tensor& x);

@@ -141,6 +141,14 @@ const UnarySpec kUnary[] = {
     {"sin", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::sin(x); }, [](double x, const Attrs&) { return std::sin(x); }, true},
     {"cos", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::cos(x); }, [](double x, const Attrs&) { return std::cos(x); }, true},
     {"tan", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::tan(x); }, [](double x, const Attrs&) { return std::tan(x); }, true},
+    // Inverse trigonometric and hyperbolic functions: Halide's (libm on the CPU, libdevice
+    // on CUDA), NaN outside their domains as in PyTorch.
+    {"asin", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::asin(x); }, [](double x, const Attrs&) { return std::asin(x); }},
+    {"acos", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::acos(x); }, [](double x, const Attrs&) { return std::acos(x); }},
+    {"atan", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::atan(x); }, [](double x, const Attrs&) { return std::atan(x); }},
+    {"asinh", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::asinh(x); }, [](double x, const Attrs&) { return std::asinh(x); }},
+    {"acosh", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::acosh(x); }, [](double x, const Attrs&) { return std::acosh(x); }},
+    {"atanh", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::atanh(x); }, [](double x, const Attrs&) { return std::atanh(x); }},
     {"exp", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::exp(x); }, [](double x, const Attrs&) { return std::exp(x); }, true},
     {"log", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return math::log(x); }, [](double x, const Attrs&) { return std::log(x); }},
     {"sqrt", UnaryTypes::FloatResult, [](Expr x, const Attrs&) { return Halide::sqrt(x); }, [](double x, const Attrs&) { return std::sqrt(x); }, true},

@@ -81,6 +81,12 @@ std::map<std::string, VjpFn> pointwise_rules() {
   r["sin"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g * cos(x); });
   r["cos"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return -(g * sin(x)); });
   r["tan"] = unary([](const Tensor&, const Tensor& y, const Tensor& g, const Attrs&) { return g * (1.0 + y * y); });
+  r["asin"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g * rsqrt(1.0 - x * x); });
+  r["acos"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return -(g * rsqrt(1.0 - x * x)); });
+  r["atan"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g / (1.0 + x * x); });
+  r["asinh"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g * rsqrt(x * x + 1.0); });
+  r["acosh"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g * rsqrt(x * x - 1.0); });
+  r["atanh"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g / (1.0 - x * x); });
   r["exp"] = unary([](const Tensor&, const Tensor& y, const Tensor& g, const Attrs&) { return g * y; });
   r["log"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) { return g / x; });
   r["abs"] = unary([](const Tensor& x, const Tensor&, const Tensor& g, const Attrs&) {

@@ -76,6 +76,12 @@ std::vector<GradCase> unary_cases() {
   add("sin", kiln::sin);
   add("cos", kiln::cos);
   add("tan", kiln::tan, -1, 1);
+  add("asin", kiln::asin, -0.8, 0.8);
+  add("acos", kiln::acos, -0.8, 0.8);
+  add("atan", kiln::atan, -3, 3);
+  add("asinh", kiln::asinh, -3, 3);
+  add("acosh", kiln::acosh, 1.2, 4);
+  add("atanh", kiln::atanh, -0.8, 0.8);
   add("exp", kiln::exp);
   add("log", kiln::log, 0.2, 3);
   add("abs", kiln::abs);
