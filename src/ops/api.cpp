@@ -51,6 +51,12 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
 
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
   // min > max is PyTorch's too: every element becomes max (clamp to min, then to max).
+  // A NaN bound makes every element NaN; an integer tensor (which clamp keeps integer)
+  // has no NaN to give.
+  if (!is_float(x.dtype()) && ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi)))) {
+    user_error("clamp: a NaN bound on the ", dtype_name(x.dtype()), " tensor ", x.meta().str(),
+               " (clamp keeps an integer tensor's dtype); cast it to a floating type first");
+  }
   Attrs a;
   if (lo) a.set("min", *lo);
   if (hi) a.set("max", *hi);

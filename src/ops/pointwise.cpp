@@ -219,14 +219,20 @@ const UnarySpec kUnary[] = {
        return Halide::select(x < Halide::cast(x.type(), 0), x * algo::constant(x.type(), a.get_double("negative_slope")), x);
      },
      [](double x, const Attrs& a) { return x < 0 ? x * a.get_double("negative_slope") : x; }},
-    // clamp(min, max): either bound may be absent.
+    // clamp(min, max): either bound may be absent. A NaN bound makes every element NaN,
+    // as in PyTorch.
     {"clamp", UnaryTypes::SameAsInput,
      [](Expr x, const Attrs& a) {
+       const bool nan_bound = (a.has("min") && std::isnan(a.get_double("min"))) ||
+                              (a.has("max") && std::isnan(a.get_double("max")));
+       if (nan_bound && x.type().is_float()) return algo::constant(x.type(), NAN);
        if (a.has("min")) x = Halide::max(x, algo::constant(x.type(), a.get_double("min")));
        if (a.has("max")) x = Halide::min(x, algo::constant(x.type(), a.get_double("max")));
        return x;
      },
      [](double x, const Attrs& a) {
+       for (const char* bound : {"min", "max"})
+         if (a.has(bound) && std::isnan(a.get_double(bound))) return a.get_double(bound);
        if (a.has("min")) x = std::max(x, a.get_double("min"));
        if (a.has("max")) x = std::min(x, a.get_double("max"));
        return x;

@@ -356,6 +356,16 @@ TEST(Cast, NaNIsTrue) {
   }
 }
 
+TEST(UnaryOps, ClampToANaNBoundIsNaNAsInPyTorch) {
+  Tensor x = from_vector(std::vector<double>{1.0, -3.0, INFINITY}, Shape({3}));
+  for (auto [lo, hi] : {std::pair<std::optional<double>, std::optional<double>>{NAN, std::nullopt}, {std::nullopt, NAN}, {0.0, NAN}}) {
+    auto f = [lo = lo, hi = hi](const Tensor& t) { return clamp(t, lo, hi); };
+    for (const Tensor& y : {f(x), compile(f)(x)})
+      for (double v : y.to_doubles()) EXPECT_TRUE(std::isnan(v)) << y.str();
+  }
+  EXPECT_THROW(clamp(ones(Shape({2}), DType::I32), NAN, std::nullopt), Error);
+}
+
 TEST(Eager, KernelsAreCachedPerSignatureNotPerSize) {
   Tensor a = rand({123}, 1), b = rand({77}, 2);
   kiln::sqrt(a);
