@@ -186,7 +186,9 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
   }
   c.stages->push_back({acc, /*pure_innermost=*/innermost_kept, /*serial=*/false, kept_extents});
   Expr result = extremum && at.is_float() ? from_ordered_key(acc(out_kept), at, is_max) : acc(out_kept);
-  if (r == Reducer::Mean) result = math::divide(result, Halide::cast(at, count));  // empty: NaN
+  // Strict: LLVM's fast-math flags on the division let a consumer's inf test fold away
+  // (log(mean) of an infinite mean was 88.72, log of the largest float).
+  if (r == Reducer::Mean) result = Halide::strict_float(math::divide(result, Halide::cast(at, count)));  // empty: NaN
   out(vo) = algo::to_storage(result, c.output.dtype);
   return out;
 }

@@ -81,6 +81,17 @@ TEST(Reductions, MaxPropagatesNaN) {
   EXPECT_EQ(m[1], 5.0);
 }
 
+TEST(Reductions, AnInfiniteMeanStaysInfiniteInTheOpsThatReadIt) {
+  // kiln_fuzz: compiled log(mean) of [-1, inf] was 88.72 (log of the largest float).
+  Tensor x = from_vector(std::vector<double>{0.0, -3.0, -1.0, INFINITY}, Shape({2, 2}));
+  auto f = [](const Tensor& t) { return log(mean(t, {0})); };
+  for (const Tensor& y : {f(x), compile(f)(x)}) {
+    const std::vector<double> v = y.to_doubles();
+    EXPECT_TRUE(std::isnan(v[0])) << y.str();
+    EXPECT_EQ(v[1], INFINITY) << y.str();
+  }
+}
+
 TEST(Reductions, BadAxes) {
   Tensor x = zeros({2, 3});
   try {
