@@ -358,10 +358,12 @@ FloatKey value_key(const Expr& v) {
   return {Halide::reinterpret(Halide::Int(v.type().bits(), v.type().lanes()), v), algo::is_nan(v)};
 }
 
-// Keys for a and b of one width: 16 bits where both are widened f16/bf16 values or
-// constants exact in that type, else the operands' own width.
+// Keys for a and b of one width: 16 bits where both are widened values of one 16-bit type
+// (f16 or bf16) or constants exact in it, else the operands' own width.
 std::pair<FloatKey, FloatKey> float_keys(const Expr& a, const Expr& b) {
   std::optional<Expr> na = widened_16(a, nullptr), nb = widened_16(b, nullptr);
+  // An f16 and a bf16 value have different bit layouts: they compare at the full width.
+  if (na && nb && na->type().element_of() != nb->type().element_of()) na.reset(), nb.reset();
   if (na || nb) {
     const Halide::Type narrow = (na ? *na : *nb).type();
     if (na && !nb) nb = widened_16(b, &narrow);
