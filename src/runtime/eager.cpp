@@ -33,9 +33,6 @@ struct EagerCache {
   std::map<std::string, std::pair<std::string, int>> repeats;
 };
 
-// A signature called this many times in a row with the same sizes gets a kernel of its
-// own for them (see eager_kernel).
-constexpr int kHotCalls = 3;
 EagerCache& cache() {
   static EagerCache c;
   return c;
@@ -153,7 +150,7 @@ std::shared_ptr<Kernel> eager_kernel(const std::string& key, bool on_gpu, const 
       auto& [last, count] = c.repeats[key];
       count = last == sizes ? count + 1 : 1;
       last = sizes;
-      hot = count >= kHotCalls;
+      hot = count >= kEagerHotCalls;
     }
   }
   if (!hot) return cached_kernel(key, on_gpu, scheduler, inputs, metas, build);

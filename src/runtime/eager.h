@@ -3,8 +3,8 @@
 // attributes, the input dtypes and which dims are 1 and which are equal to each other,
 // not the sizes themselves: one kernel serves every size. On the CPU the autoscheduler
 // (KILN_SCHEDULER, else Kiln) plans each kernel for the sizes of its first call, and a
-// signature called three times in a row with the same sizes gets a kernel compiled for
-// those sizes exactly.
+// signature called kEagerHotCalls times in a row with the same sizes (a loop's steady
+// state, not a test's few calls) gets a kernel compiled for those sizes exactly.
 #pragma once
 
 #include <functional>
@@ -14,6 +14,8 @@
 #include "ops/op.h"
 
 namespace kiln {
+
+constexpr int kEagerHotCalls = 8;
 
 Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
 

@@ -356,6 +356,21 @@ TEST(Cast, NaNIsTrue) {
   }
 }
 
+TEST(BinaryOps, F16AndBf16CompareByValue) {
+  // kiln_fuzz: their 16-bit patterns were compared as if of one format (3 <= 3 was false).
+  Tensor h = from_vector(std::vector<double>{0.0, -1.0, 3.0, 1.0, -315.0, 3.5}, Shape({6}), DType::F16);
+  Tensor b = scalar_tensor(3.0, DType::BF16), bv = full(Shape({6}), 3.0, DType::BF16);
+  const std::vector<double> le_want = {1, 1, 1, 1, 1, 0}, eq_want = {0, 0, 1, 0, 0, 0};
+  auto f = [](const Tensor& x, const Tensor& y, const Tensor& z) {
+    return std::vector<Tensor>{le(x, y), eq(x, y), ge(z, x)};
+  };
+  for (const auto& outs : {f(h, b, bv), compile(f)(h, b, bv)}) {
+    EXPECT_EQ(outs[0].to_doubles(), le_want) << outs[0].str();
+    EXPECT_EQ(outs[1].to_doubles(), eq_want) << outs[1].str();
+    EXPECT_EQ(outs[2].to_doubles(), le_want) << outs[2].str();
+  }
+}
+
 TEST(UnaryOps, ClampToANaNBoundIsNaNAsInPyTorch) {
   Tensor x = from_vector(std::vector<double>{1.0, -3.0, INFINITY}, Shape({3}));
   for (auto [lo, hi] : {std::pair<std::optional<double>, std::optional<double>>{NAN, std::nullopt}, {std::nullopt, NAN}, {0.0, NAN}}) {
@@ -379,13 +394,13 @@ TEST(Eager, SizesThatKeepComingGetAKernelOfTheirOwn) {
   Tensor x = randn({6, 40}, 7), y = randn({5, 33}, 8);
   const Tensor first = log_softmax(x, -1);  // the shape-generic kernel
   int before = eager_kernels_compiled();
-  const Tensor second = log_softmax(x, -1);
+  for (int call = 2; call < kEagerHotCalls; ++call) log_softmax(x, -1);
   EXPECT_EQ(eager_kernels_compiled(), before);
-  const Tensor third = log_softmax(x, -1);  // third in a row: one for 6 x 40 exactly
+  const Tensor hot = log_softmax(x, -1);  // the kEagerHotCalls-th in a row: one for 6 x 40
   EXPECT_EQ(eager_kernels_compiled(), before + 1);
   for (int i = 0; i < 3; ++i) log_softmax(x, -1);
   EXPECT_EQ(eager_kernels_compiled(), before + 1);
-  EXPECT_TRUE(allclose(third, first, 1e-6, 1e-7)) << max_abs_diff(third, first);
+  EXPECT_TRUE(allclose(hot, first, 1e-6, 1e-7)) << max_abs_diff(hot, first);
   // Other sizes of the signature still run the generic kernel.
   const Tensor other = log_softmax(y, -1);
   EXPECT_EQ(eager_kernels_compiled(), before + 1);

@@ -56,10 +56,11 @@ struct Workload {
   std::string autocast;
 };
 
-// Median ms over up to `reps` runs after one warm-up, stopping early (after at least 5
-// runs) once `max_seconds` have passed; returns {ms, runs}.
-std::pair<double, int> measure(const std::function<Tensor()>& fn, int reps, double max_seconds) {
-  timing::sync(fn());
+// Median ms over up to `reps` runs after `warmups` (eager: until its kernels are those of
+// a loop's steady state, kEagerHotCalls), stopping early (after at least 5 runs) once
+// `max_seconds` have passed; returns {ms, runs}.
+std::pair<double, int> measure(const std::function<Tensor()>& fn, int reps, double max_seconds, int warmups = 1) {
+  for (int i = 0; i < warmups; ++i) timing::sync(fn());
   std::vector<double> ms;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i) {
@@ -237,7 +238,7 @@ int bench(const BenchArgs& a) {
     // All outputs come from one stream: synchronizing on the first waits for the rest.
     std::function<Tensor()> eager = [&] { return fn(w.inputs)[0]; };
     if (w.autocast.empty() && !a.compiled_only) {
-      auto [eager_ms, eager_runs] = measure(eager, a.reps, a.max_seconds);
+      auto [eager_ms, eager_runs] = measure(eager, a.reps, a.max_seconds, kEagerHotCalls);
       report(w, "kiln-eager", label, eager_ms, eager_runs, peak_megabytes(eager));
     }
     for (const std::string& scheduler : a.schedulers) {
