@@ -1,10 +1,13 @@
 #include "lower/compile_cache.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -154,6 +157,31 @@ void remove_entry(const std::string& base) {
 
 std::string c_compiler() { return env_or("KILN_CC", "cc"); }
 
+// An exclusive lock on the entry `key` (flock on `key`.lock in the cache, so it holds
+// between processes and between threads of one process) for as long as this lives. Whoever
+// reads, checks, removes or publishes an entry holds it: each of those is a few file
+// operations, never a compile, and without it a reader could pair one writer's object
+// with another's description (Halide names code per process, so two compiles of one
+// graph differ in bytes) and remove a good entry as corrupt. The lock file stays.
+class EntryLock {
+ public:
+  explicit EntryLock(const std::string& key) {
+    const std::string path = directory() + "/" + key + ".lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return;  // a read-only cache: its entries are read, never written
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~EntryLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  EntryLock(const EntryLock&) = delete;
+  EntryLock& operator=(const EntryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 std::string directory() {
@@ -198,6 +226,13 @@ std::string key_of(const Graph& graph, const std::vector<Tensor>& example_inputs
   h.add(halide_version());
   h.add(binary_identity());
   return h.hex();
+}
+
+std::shared_ptr<Entry> Entry::make(void* handle, int (*argv)(void**)) {
+  std::shared_ptr<Entry> e(new Entry);
+  e->handle_ = handle;
+  e->argv_ = argv;
+  return e;
 }
 
 int Entry::call(const std::vector<const void*>& buffers, std::string* message) const {
@@ -296,6 +331,7 @@ bool load_runtime(const std::string& key, std::string* why) {
   static std::map<std::string, void*> loaded;
   std::lock_guard<std::mutex> lock(mu);
   if (loaded.count(key)) return true;
+  EntryLock entry_lock(key);
   std::string so, none;
   if (!verify(key, why, &so, &none)) return false;
   void* handle = load_private(so, why);
@@ -320,9 +356,8 @@ bool load_runtime(const std::string& key, std::string* why) {
   return true;
 }
 
-}  // namespace
-
-std::shared_ptr<Entry> load(const std::string& key, std::string* why) {
+// load(), for a caller that holds the entry's lock.
+std::shared_ptr<Entry> load_locked(const std::string& key, std::string* why) {
   std::string so, runtime;
   if (!verify(key, why, &so, &runtime)) return nullptr;
   const std::string base = directory() + "/" + key;
@@ -334,18 +369,24 @@ std::shared_ptr<Entry> load(const std::string& key, std::string* why) {
     return nullptr;
   }
   void* handle = load_private(so, why);
-  auto entry = std::make_shared<Entry>();
+  int (*argv)(void**) = nullptr;
   if (handle) {
-    entry->handle_ = handle;
-    entry->argv_ = reinterpret_cast<int (*)(void**)>(dlsym(handle, (std::string(kFunction) + "_argv").c_str()));
-    if (!entry->argv_) *why = "it lacks " + std::string(kFunction) + "_argv";
+    argv = reinterpret_cast<int (*)(void**)>(dlsym(handle, (std::string(kFunction) + "_argv").c_str()));
+    if (!argv) *why = "it lacks " + std::string(kFunction) + "_argv";
   }
-  if (!handle || !entry->argv_) {
+  if (!handle || !argv) {
     *why = "the entry " + base + ".so " + *why + "; removed, compiling again";
     remove_entry(base);
     return nullptr;
   }
-  return entry;
+  return Entry::make(handle, argv);
+}
+
+}  // namespace
+
+std::shared_ptr<Entry> load(const std::string& key, std::string* why) {
+  EntryLock entry_lock(key);
+  return load_locked(key, why);
 }
 
 namespace {
@@ -413,6 +454,7 @@ std::string runtime_for(const Halide::Target& target) {
   h.add(target.with_feature(Halide::Target::UserContext).to_string());
   h.add(halide_version());
   const std::string key = "runtime-" + h.hex(), dir = directory();
+  EntryLock entry_lock(key);  // held while compiling: one thread or process builds it
   std::string why;
   if (verify(key, &why)) return key;
   Scratch scratch(dir);
@@ -433,19 +475,22 @@ std::shared_ptr<Entry> build(const std::string& key, const LoweredGraph& lowered
   if (ec) user_error("compile cache: cannot create ", dir, ": ", ec.message(), "; set KILN_CACHE_DIR or KILN_CACHE=0");
   const std::string runtime = runtime_for(target);
   Scratch scratch(dir);
-  const std::string lib = scratch.dir + "/p.a", so = scratch.dir + "/p.so";
+  // One object file, not Halide's static library: writing an archive changes the
+  // process's working directory (chdir), which races with every other thread.
+  const std::string obj = scratch.dir + "/p.o", so = scratch.dir + "/p.so";
   with_halide_errors("compiling ahead of time for the compile cache", [&] {
     lowered.pipeline().compile_to(
-        {{Halide::OutputFileType::static_library, lib}}, lowered.arguments(), kFunction,
+        {{Halide::OutputFileType::object, obj}}, lowered.arguments(), kFunction,
         target.with_feature(Halide::Target::UserContext).with_feature(Halide::Target::NoRuntime));
   });
   // The runtime is found beside the pipeline ($ORIGIN), loaded once for all of them.
-  link_shared(so, "-Wl,--whole-archive '" + lib + "' -Wl,--no-whole-archive",
+  link_shared(so, "'" + obj + "'",
               "-L'" + dir + "' -l:" + runtime + ".so -Wl,-rpath,'$ORIGIN'", scratch.dir);
   const std::string base = dir + "/" + key;
+  EntryLock entry_lock(key);
   publish(so, key, base, scratch.dir, runtime);
   std::string why;
-  auto entry = load(key, &why);
+  auto entry = load_locked(key, &why);
   if (!entry) user_error("compile cache: the pipeline just built does not load: ", why);
   return entry;
 }

@@ -18,7 +18,9 @@
 //
 // A corrupt, truncated or foreign entry (its checksum, size, format or key do not match)
 // is reported and rebuilt, never loaded. Entries are written to a temporary name and
-// renamed into place, so processes filling one cache concurrently never see half of one.
+// renamed into place, and each entry is read, checked and published under a lock of its
+// own (an flock on <key>.lock), so threads and processes filling one cache concurrently
+// never see half of one, nor one writer's object with another's description.
 // Linking the shared object needs a C compiler driver (KILN_CC, else cc); without one the
 // cache is off and says so. CUDA targets are not cached (JIT as before).
 #pragma once
@@ -53,8 +55,11 @@ class Entry {
   // code, with its message in *message.
   int call(const std::vector<const void*>& buffers, std::string* message) const;
 
+  // The loader's: an entry over a loaded object `handle` and its argv entry point.
+  static std::shared_ptr<Entry> make(void* handle, int (*argv)(void**));
+
  private:
-  friend std::shared_ptr<Entry> load(const std::string&, std::string*);
+  Entry() = default;
   void* handle_ = nullptr;
   int (*argv_)(void**) = nullptr;
 };
