@@ -136,7 +136,11 @@ std::shared_ptr<Kernel> eager_kernel(const std::string& key, bool on_gpu, const 
                                      const std::function<Graph(const std::vector<TensorMeta>&)>& build) {
   bool generic = false;
   for (const TensorMeta& m : metas) generic = generic || !m.shape.is_static();
-  if (!generic || on_gpu) return cached_kernel(key, on_gpu, scheduler, inputs, metas, build);
+  int64_t elements = 0;
+  for (const Tensor& t : inputs) elements += t.numel();
+  if (!generic || on_gpu || elements < kEagerExactMinElements) {
+    return cached_kernel(key, on_gpu, scheduler, inputs, metas, build);
+  }
   const std::string sizes = sizes_of(inputs);
   const std::string exact_key = key + " @" + sizes;
   bool hot = false;

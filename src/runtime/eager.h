@@ -4,7 +4,9 @@
 // not the sizes themselves: one kernel serves every size. On the CPU the autoscheduler
 // (KILN_SCHEDULER, else Kiln) plans each kernel for the sizes of its first call, and a
 // signature called kEagerHotCalls times in a row with the same sizes (a loop's steady
-// state, not a test's few calls) gets a kernel compiled for those sizes exactly.
+// state, not a test's few calls) gets a kernel compiled for those sizes exactly, where its
+// inputs hold kEagerExactMinElements elements or more: a compile costs ~0.1 s, and below
+// that size the generic kernel's extra index arithmetic costs microseconds a call.
 #pragma once
 
 #include <functional>
@@ -16,6 +18,7 @@
 namespace kiln {
 
 constexpr int kEagerHotCalls = 8;
+constexpr int64_t kEagerExactMinElements = int64_t(1) << 14;
 
 Tensor eager_apply(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
 
