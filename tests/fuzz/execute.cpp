@@ -31,6 +31,8 @@ const std::map<std::string, Unary>& unary_table() {
       {"sin", &kiln::sin},     {"cos", &kiln::cos},       {"tan", &kiln::tan},         {"exp", &kiln::exp},
       {"log", &kiln::log},     {"abs", &kiln::abs},       {"neg", &kiln::neg},         {"sqrt", &kiln::sqrt},
       {"rsqrt", &kiln::rsqrt}, {"tanh", &kiln::tanh},     {"sigmoid", &kiln::sigmoid}, {"relu", &kiln::relu},
+      {"asin", &kiln::asin},   {"acos", &kiln::acos},     {"atan", &kiln::atan},       {"asinh", &kiln::asinh},
+      {"acosh", &kiln::acosh}, {"atanh", &kiln::atanh},
       {"erf", &kiln::erf},     {"floor", &kiln::floor},   {"ceil", &kiln::ceil},       {"round", &kiln::round},
       {"silu", &kiln::silu},   {"softplus", &kiln::softplus}, {"logical_not", &kiln::logical_not}};
   return t;

@@ -15,7 +15,7 @@ namespace {
 TEST(Fuzz, RandomProgramsAgreeAcrossPaths) {
   FuzzOptions o;
   o.seed = 34;
-  o.count = 100;
+  o.count = 40;
   o.jobs = 2;
   o.max_shrinks = 0;  // minimizing is slow: run kiln_fuzz (below) for minimized reproducers
   o.shrink_runs = 40;

@@ -21,7 +21,7 @@ double Rng::unit() { return double(next() >> 11) * 0x1p-53; }
 
 const std::vector<std::string>& all_ops() {
   static const std::vector<std::string> ops = {
-      "sin", "cos", "tan", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf",
+      "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf",
       "floor", "ceil", "round", "silu", "softplus", "gelu", "leaky_relu", "clamp", "logical_not", "cast",
       "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
       "logical_and", "logical_or", "where", "sum", "mean", "max", "min", "prod", "argmax", "var",
@@ -299,6 +299,7 @@ class Generator {
 
   OpSpec build(const std::string& op) {
     static const std::vector<std::string> unary_float = {"sin",  "cos",     "tan", "exp",  "log",      "sqrt", "rsqrt",
+                                                         "asin", "acos", "atan", "asinh", "acosh", "atanh",
                                                          "tanh", "sigmoid", "erf", "silu", "softplus", "gelu", "leaky_relu"};
     static const std::vector<std::string> binary = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq",
                                                     "ne",  "lt",  "le",  "gt",  "ge",  "logical_and", "logical_or"};

@@ -110,7 +110,7 @@ int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ce
   return out;
 }
 
-const std::set<std::string> kUnaryFloat = {"sin",  "cos",     "tan",  "exp",     "log",  "sqrt",
+const std::set<std::string> kUnaryFloat = {"sin",  "cos",     "tan",  "asin", "acos", "atan", "asinh", "acosh", "atanh",  "exp",     "log",  "sqrt",
                                            "rsqrt", "tanh",   "sigmoid", "erf", "silu", "softplus",
                                            "gelu", "leaky_relu"};
 const std::set<std::string> kUnaryAny = {"abs", "neg", "relu", "floor", "ceil", "round", "clamp"};

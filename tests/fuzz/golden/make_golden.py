@@ -60,6 +60,8 @@ def apply_op(name, a, ints, reals, text):
     x = a[0]
     unary = {
         "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "exp": torch.exp, "log": torch.log,
+        "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "asinh": torch.asinh,
+        "acosh": torch.acosh, "atanh": torch.atanh,
         "abs": torch.abs, "neg": torch.neg, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
         "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu, "erf": torch.erf,
         "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "silu": F.silu,
