@@ -224,18 +224,22 @@ int64_t trailing_dims(const char* op, const Tensor& x, const std::vector<int64_t
   }
   return k;
 }
-void check_affine(const char* op, const char* what, const Tensor& t, const std::vector<int64_t>& normalized_shape) {
-  if (t.defined() && t.shape() != Shape(normalized_shape)) {
-    user_error(op, ": ", what, " is ", t.meta().str(), " but must have shape ", Shape(normalized_shape).str());
-  }
+// The weight or bias `t` must have the shape of x's trailing `k` dims (normalized_shape,
+// where they are static; the same symbols where they are dynamic, as under compile with
+// dynamic dims).
+void check_affine(const char* op, const char* what, const Tensor& t, const Tensor& x, int64_t k) {
+  if (!t.defined()) return;
+  const std::vector<Dim>& xd = x.shape().dims();
+  const Shape want(std::vector<Dim>(xd.end() - k, xd.end()));
+  if (t.shape() != want) user_error(op, ": ", what, " is ", t.meta().str(), " but must have shape ", want.str());
 }
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
                   const Tensor& weight, const Tensor& bias, double eps) {
   int64_t k = trailing_dims("layer_norm", x, normalized_shape);
-  check_affine("layer_norm", "weight", weight, normalized_shape);
-  check_affine("layer_norm", "bias", bias, normalized_shape);
+  check_affine("layer_norm", "weight", weight, x, k);
+  check_affine("layer_norm", "bias", bias, x, k);
   const Attrs attrs{{"dims", k}, {"eps", eps}};
   std::vector<Tensor> in{x};
   if (weight.defined()) in.push_back(weight);
@@ -253,7 +257,7 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
 Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
                 const Tensor& weight, double eps) {
   int64_t k = trailing_dims("rms_norm", x, normalized_shape);
-  check_affine("rms_norm", "weight", weight, normalized_shape);
+  check_affine("rms_norm", "weight", weight, x, k);
   const Attrs attrs{{"dims", k}, {"eps", eps}};
   if (!weight.defined()) return apply_op("rms_norm", {x}, attrs);
   return eager_composite("rms_norm+w", attrs, {x, weight},

@@ -64,6 +64,24 @@ TEST(Compile, DynamicDimsServeEverySize) {
   EXPECT_THROW(f(a, b), Error);  // and the broadcast error names the op
 }
 
+// The affine terms of the norms take the shape of x's trailing dims, symbols included:
+// with every dim dynamic, a weight's [s1] is x's last dim.
+TEST(Compile, NormsWithAffineTermsServeEverySize) {
+  CompileOptions o;
+  o.dynamic = true;
+  auto norms = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return layer_norm(x, {24}, w, b) + rms_norm(x, {24}, w);
+  };
+  auto f = compile(norms, o);
+  const Tensor w = rand({24}, 2, 0.5, 1.5), b = rand({24}, 3);
+  for (int64_t rows : {3, 17}) {
+    const Tensor x = randn({rows, 24}, 1);
+    EXPECT_TRUE(allclose(f(x, w, b), norms(x, w, b), 1e-5, 1e-5));
+  }
+  EXPECT_EQ(f.num_compilations(), 1);
+  EXPECT_THROW(layer_norm(randn({3, 24}), {24}, rand({23})), Error);  // still checked
+}
+
 TEST(Compile, SomeDimsDynamic) {
   CompileOptions o;
   o.dynamic_dims = {{0, 0}};
