@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -87,6 +88,11 @@ AotArtifacts compile_aot(const Graph& graph, const std::string& target_spec,
   const std::string scheduler = resolve_default_scheduler(options.scheduler, gpu);
   LoweredGraph lowered = lower_and_schedule(g, target, make_schedule_fn(scheduler, g));
   with_halide_errors("compiling ahead of time for " + target.to_string(), [&] {
+    // Halide writes a static library from inside a temporary folder it chdir()s to, which
+    // is the whole process's working directory: two such writes at once fail ("chdir()
+    // failed") or write into each other's folder. kiln's own are one at a time.
+    static std::mutex static_library_writes;
+    std::lock_guard<std::mutex> lock(static_library_writes);
     lowered.pipeline().compile_to(
         {{Halide::OutputFileType::static_library, a.static_library},
          {Halide::OutputFileType::c_header, a.header},
