@@ -671,6 +671,68 @@ Outs conv_op(const NodeContext& c) {
   return {from_2d(y, s)};
 }
 
+// ConvTranspose: conv_transpose2d without padding gives the full output, then pads_begin
+// are cropped at the start and output_padding - pads_end added at the end (ONNX's pads may
+// differ per side; output_shape or auto_pad decide them where given), then the bias.
+Outs conv_transpose_op(const NodeContext& c) {
+  const Tensor& x0 = c.in(0);
+  const Tensor& wt = c.in(1);
+  const int s = spatial_dims(c, x0);
+  const size_t n = size_t(s);
+  std::vector<int64_t> kernel;
+  for (int d = 2; d < rank_of(wt); ++d) kernel.push_back(dim(wt, d));
+  kernel = c.attrs.ints("kernel_shape", kernel);
+  const std::vector<int64_t> strides = c.attrs.ints("strides", std::vector<int64_t>(n, 1));
+  const std::vector<int64_t> dilations = c.attrs.ints("dilations", std::vector<int64_t>(n, 1));
+  const std::vector<int64_t> out_pad = c.attrs.ints("output_padding", std::vector<int64_t>(n, 0));
+  std::vector<int64_t> pads = c.attrs.ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (kernel.size() != n || strides.size() != n || dilations.size() != n || out_pad.size() != n || pads.size() != 2 * n) {
+    c.invalid("kernel_shape, strides, dilations and output_padding must have one entry per spatial dim, pads two");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (kernel[i] != dim(wt, int(2 + i))) c.invalid("kernel_shape does not match the weight's spatial dims");
+    if (strides[i] < 1 || dilations[i] < 1 || out_pad[i] < 0) c.invalid("strides and dilations must be at least 1, output_padding at least 0");
+  }
+  const std::string auto_pad = c.attrs.s("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    c.invalid("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  }
+  // The full output's size per spatial dim, and the output's where output_shape or SAME
+  // asks for one: then the pads follow (the larger half at the end for SAME_UPPER).
+  std::vector<int64_t> wanted = c.attrs.ints("output_shape", {});
+  if (!wanted.empty() && wanted.size() == n + 2) wanted.erase(wanted.begin(), wanted.begin() + 2);
+  if (!wanted.empty() && wanted.size() != n) c.invalid("output_shape must have one entry per spatial dim");
+  if (wanted.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
+    for (size_t i = 0; i < n; ++i) wanted.push_back(dim(x0, int(2 + i)) * strides[i]);
+  }
+  for (int64_t p : pads) {
+    if (p < 0) c.invalid("pads must not be negative");
+  }
+  if (auto_pad == "VALID") std::fill(pads.begin(), pads.end(), 0);
+  if (!wanted.empty()) {
+    // As ONNX's reference: halves rounded down (a negative total, an output larger than
+    // the full one, extends the end).
+    auto floor_half = [](int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); };
+    for (size_t i = 0; i < n; ++i) {
+      if (wanted[i] < 1) c.invalid("output_shape entries must be at least 1");
+      const int64_t full = strides[i] * (dim(x0, int(2 + i)) - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1;
+      const int64_t total = full - wanted[i];
+      const bool upper = auto_pad == "SAME_UPPER";
+      pads[i] = upper ? floor_half(total) : total - floor_half(total);
+      pads[n + i] = upper ? total - floor_half(total) : floor_half(total);
+    }
+  }
+  const int64_t groups = c.attrs.i("group", 1);
+  Tensor y = conv_transpose2d(to_2d(x0, s), to_2d(wt, s), {}, two(strides, s, 1), {0}, {0}, groups, two(dilations, s, 1));
+  // Crop the pads, add the output padding: F.pad's order, the last dim first.
+  std::vector<int64_t> adjust;
+  for (size_t i = n; i-- > 0;) adjust.insert(adjust.end(), {-pads[i], out_pad[i] - pads[n + i]});
+  if (s == 1) adjust.insert(adjust.end(), {0, 0});
+  y = pad(y, adjust);
+  if (c.has(2)) y = y + reshape(c.in(2), {dim(c.in(2), 0), 1, 1});
+  return {from_2d(y, s)};
+}
+
 Outs max_pool_op(const NodeContext& c) {
   if (c.node.output_size() > 1 && !c.node.output(1).empty()) c.unsupported("the Indices output is not supported");
   Tensor x = c.in(0);
@@ -998,7 +1060,7 @@ const std::map<std::string, Converter>& converters() {
     t["Split"] = split_op, t["Constant"] = constant_op, t["ConstantOfShape"] = constant_of_shape_op;
     t["Range"] = range_op, t["Dropout"] = dropout_op, t["Pad"] = pad_op, t["Trilu"] = trilu_op;
     // Contractions, windows, normalization.
-    t["MatMul"] = matmul_op, t["Gemm"] = gemm_op, t["Conv"] = conv_op;
+    t["MatMul"] = matmul_op, t["Gemm"] = gemm_op, t["Conv"] = conv_op, t["ConvTranspose"] = conv_transpose_op;
     t["MaxPool"] = max_pool_op, t["AveragePool"] = avg_pool_op;
     t["GlobalAveragePool"] = global_pool(false), t["GlobalMaxPool"] = global_pool(true);
     t["BatchNormalization"] = batch_norm_op, t["LayerNormalization"] = layer_norm_op;

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "graph/tracer.h"
+#include "ops/transposed_conv.h"
 #include "runtime/eager.h"
 
 namespace kiln {
@@ -361,6 +362,93 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const s
                weight.meta().str());
   }
   return y + reshape(bias, {o.size, 1, 1});
+}
+
+namespace detail {
+
+Tensor dilate_axis(Tensor x, int axis, int64_t s) {
+  if (s == 1) return x;
+  const int64_t k = x.shape()[axis].size;
+  x = unsqueeze(x, axis + 1);
+  std::vector<int64_t> pads(size_t(2 * (x.rank() - (axis + 1))), 0);
+  pads[pads.size() - 1] = s - 1;
+  x = pad(x, pads);
+  std::vector<int64_t> sizes = x.sizes();
+  sizes[size_t(axis)] *= s;
+  sizes.erase(sizes.begin() + axis + 1);
+  return slice(reshape(x, sizes), axis, 0, (k - 1) * s + 1);
+}
+
+Tensor flip_axis(const Tensor& x, int axis) {
+  const int64_t n = x.shape()[axis].size;
+  return index_select(x, axis, arange(double(n - 1), -1.0, -1.0, DType::I64));
+}
+
+Tensor transposed_conv2d(const Tensor& x, const Tensor& w, const std::vector<int64_t>& stride,
+                         const std::vector<int64_t>& dilation, const std::vector<int64_t>& begin,
+                         const std::vector<int64_t>& end, int64_t groups) {
+  // x spread to stride 1, padded to a full convolution (negative pads crop) with the
+  // kernel flipped and, per group, its two channel dims swapped:
+  // [C, O/g, KH, KW] -> [g, C/g, O/g, KH, KW] -> [g, O/g, C/g, KH, KW] -> [O, C/g, KH, KW].
+  const int64_t c = w.shape()[0].size, og = w.shape()[1].size, kh = w.shape()[2].size, kw = w.shape()[3].size;
+  const int64_t ph = dilation[0] * (kh - 1), pw = dilation[1] * (kw - 1);
+  Tensor spread = dilate_axis(dilate_axis(x, 2, stride[0]), 3, stride[1]);
+  spread = pad(spread, {pw - begin[1], pw + end[1], ph - begin[0], ph + end[0]});
+  Tensor flipped = flip_axis(flip_axis(w, 2), 3);
+  if (groups == 1) {
+    flipped = permute(flipped, {1, 0, 2, 3});
+  } else {
+    flipped = reshape(flipped, {groups, c / groups, og, kh, kw});
+    flipped = reshape(permute(flipped, {0, 2, 1, 3, 4}), {groups * og, c / groups, kh, kw});
+  }
+  return conv2d(spread, flipped, {}, {1}, {0}, dilation, groups);
+}
+
+}  // namespace detail
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
+                        const std::vector<int64_t>& padding, const std::vector<int64_t>& output_padding, int64_t groups,
+                        const std::vector<int64_t>& dilation) {
+  const char* op = "conv_transpose2d";
+  const std::vector<int64_t> s = size_pair(op, "stride", stride), p = size_pair(op, "padding", padding),
+                             q = size_pair(op, "output_padding", output_padding), d = size_pair(op, "dilation", dilation);
+  if (x.rank() != 4 || weight.rank() != 4) {
+    user_error(op, ": x must be [N, C, H, W] and weight [C, O/groups, KH, KW], got ", x.meta().str(), " and ",
+               weight.meta().str());
+  }
+  if (!x.shape().is_static() || !weight.shape().is_static()) {
+    user_error(op, ": needs static sizes, got ", x.meta().str(), " and ", weight.meta().str());
+  }
+  const int64_t c = x.shape()[1].size;
+  if (groups < 1 || c % groups != 0) user_error(op, ": groups must be at least 1 and divide x's ", c, " channels, got ", groups);
+  if (weight.shape()[0].size != c) {
+    user_error(op, ": weight ", weight.meta().str(), " must have x's ", c, " channels as its first dim ([C, O/groups, KH, KW])");
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (s[size_t(i)] < 1 || d[size_t(i)] < 1 || p[size_t(i)] < 0) {
+      user_error(op, ": stride and dilation must be at least 1 and padding at least 0, got stride ", Shape(s).str(),
+                 ", dilation ", Shape(d).str(), ", padding ", Shape(p).str());
+    }
+    if (q[size_t(i)] < 0 || q[size_t(i)] >= std::max(s[size_t(i)], d[size_t(i)])) {
+      user_error(op, ": output_padding ", Shape(q).str(), " must be at least 0 and smaller than the stride or the dilation");
+    }
+    const int64_t in = x.shape()[2 + i].size, k = weight.shape()[2 + i].size;
+    const int64_t out = (in - 1) * s[size_t(i)] - 2 * p[size_t(i)] + d[size_t(i)] * (k - 1) + q[size_t(i)] + 1;
+    if (out < 1) user_error(op, ": the output of ", x.meta().str(), " with weight ", weight.meta().str(), " would have size ", out);
+  }
+  const int64_t o = weight.shape()[1].size * groups;
+  if (bias.defined() && (bias.rank() != 1 || bias.shape()[0].size != o)) {
+    user_error(op, ": bias is ", bias.meta().str(), " but must be [O] = [", o, "]");
+  }
+  auto steps = [&](const std::vector<Tensor>& in) {
+    const std::vector<int64_t> end = {q[0] - p[0], q[1] - p[1]};
+    Tensor y = detail::transposed_conv2d(in[0], in[1], s, d, p, end, groups);
+    if (in.size() > 2) y = y + reshape(in[2], {in[2].shape()[0].size, 1, 1});
+    return y;
+  };
+  // Op by op, eager too: eager_composite traces with symbolic sizes, and the steps need
+  // the sizes themselves.
+  return bias.defined() ? steps({x, weight, bias}) : steps({x, weight});
 }
 
 Tensor max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,

@@ -127,6 +127,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
               const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
               const std::vector<int64_t>& dilation = {1}, int64_t groups = 1);
+// x [N, C, H, W], weight [C, O/groups, KH, KW], optional bias [O] -> [N, O, OH, OW], OH =
+// (H - 1) * stride - 2 * padding + dilation * (KH - 1) + output_padding + 1 (likewise OW):
+// conv2d's gradient with respect to its input, PyTorch's conv_transpose2d (same argument
+// order). output_padding adds rows and columns at the end; it must be smaller than the
+// stride or the dilation. Written with conv2d over the input spread to stride 1 (so a
+// stride s costs s * s times a direct kernel's arithmetic); static sizes only.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
+                        const std::vector<int64_t>& output_padding = {0}, int64_t groups = 1,
+                        const std::vector<int64_t>& dilation = {1});
 // An empty stride means stride = kernel_size. Max pooling propagates NaN; padding never wins.
 Tensor max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size,
                   const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},

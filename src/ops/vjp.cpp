@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "ops/api.h"
+#include "ops/transposed_conv.h"
 
 namespace kiln {
 
@@ -345,25 +346,6 @@ std::map<std::string, VjpFn> index_rules() {
 // ---- conv2d: the input gradient is a transposed convolution, the weight gradient a
 // convolution of the input with the output gradient, both written with conv2d ----------
 
-// (s - 1) zeros between neighbours along axis: k entries become (k - 1) * s + 1.
-Tensor dilate_axis(Tensor g, int axis, int64_t s) {
-  if (s == 1) return g;
-  const int64_t k = g.shape()[axis].size;
-  g = unsqueeze(g, axis + 1);
-  std::vector<int64_t> pads(size_t(2 * (g.rank() - (axis + 1))), 0);
-  pads[pads.size() - 1] = s - 1;
-  g = pad(g, pads);
-  std::vector<int64_t> sizes = g.sizes();
-  sizes[size_t(axis)] *= s;
-  sizes.erase(sizes.begin() + axis + 1);
-  return slice(reshape(g, sizes), axis, 0, (k - 1) * s + 1);
-}
-
-Tensor flip_axis(const Tensor& x, int axis) {
-  const int64_t n = x.shape()[axis].size;
-  return index_select(x, axis, arange(double(n - 1), -1.0, -1.0, DType::I64));
-}
-
 // One group: x [N, C, H, W], w [O, C, KH, KW], g [N, O, OH, OW]. Only the gradients asked
 // for are computed.
 std::pair<Tensor, Tensor> conv2d_group_grads(const Tensor& x, const Tensor& w, const Tensor& g,
@@ -373,15 +355,11 @@ std::pair<Tensor, Tensor> conv2d_group_grads(const Tensor& x, const Tensor& w, c
   const int64_t OH = g.shape()[2].size, OW = g.shape()[3].size;
   Tensor gx, gw;
   if (want_x) {
-    // Input: the output gradient spread back to stride 1, padded to a full convolution with
-    // the flipped, transposed kernel (negative pads crop; the extra rows and columns at the
-    // end are input positions no output read).
-    Tensor gd = dilate_axis(dilate_axis(g, 2, s[0]), 3, s[1]);
-    const int64_t ph = d[0] * (KH - 1) - p[0], pw = d[1] * (KW - 1) - p[1];
+    // Input: the output gradient through the transposed convolution, without the padding's
+    // rows and columns, with the input positions no output read (at the end) added.
     const int64_t extra_h = H - ((OH - 1) * s[0] + 1 + d[0] * (KH - 1) - 2 * p[0]);
     const int64_t extra_w = W - ((OW - 1) * s[1] + 1 + d[1] * (KW - 1) - 2 * p[1]);
-    Tensor wt = permute(flip_axis(flip_axis(w, 2), 3), {1, 0, 2, 3});
-    gx = conv2d(pad(gd, {pw, pw + extra_w, ph, ph + extra_h}), wt, {}, {1}, {0}, d);
+    gx = detail::transposed_conv2d(g, w, s, d, p, {extra_h - p[0], extra_w - p[1]});
   }
   // Weight: correlate the input with the output gradient, batch as the contraction.
   if (want_w) {
@@ -423,7 +401,7 @@ struct PoolWindows {
     Tensor gxp;
     for (int64_t kh = 0; kh < k[0]; ++kh) {
       for (int64_t kw = 0; kw < k[1]; ++kw) {
-        Tensor t = dilate_axis(dilate_axis(part(kh, kw), 2, s[0]), 3, s[1]);
+        Tensor t = detail::dilate_axis(detail::dilate_axis(part(kh, kw), 2, s[0]), 3, s[1]);
         t = pad(t, {kw * d[1], WP - kw * d[1] - cols, kh * d[0], HP - kh * d[0] - rows});
         gxp = gxp.defined() ? gxp + t : t;
       }

@@ -141,6 +141,89 @@ TEST(Conv2d, MatchesReferenceOnTheGpu) {
 
 // Zero padding multiplies like any zero, as in PyTorch: an infinite weight over padding
 // gives NaN, in the reference as eager and compiled (kiln_fuzz --seed 101, program 133).
+// conv_transpose2d against its definition, written independently as a scatter in f64:
+// input (ih, iw) of channel c adds x * w[c, o, kh, kw] at output (ih * s - p + kh * d, ...).
+Tensor conv_transpose2d_scatter(const Tensor& x, const Tensor& w, const Tensor& b, Ints s, Ints p, Ints q,
+                                int64_t g, Ints d) {
+  const int64_t N = x.shape()[0].size, C = x.shape()[1].size, H = x.shape()[2].size, W = x.shape()[3].size;
+  const int64_t OG = w.shape()[1].size, KH = w.shape()[2].size, KW = w.shape()[3].size, O = OG * g, CG = C / g;
+  const int64_t OH = (H - 1) * s[0] - 2 * p[0] + d[0] * (KH - 1) + q[0] + 1;
+  const int64_t OW = (W - 1) * s[1] - 2 * p[1] + d[1] * (KW - 1) + q[1] + 1;
+  const std::vector<double> xv = x.to_doubles(), wv = w.to_doubles();
+  std::vector<double> out(size_t(N * O * OH * OW), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ih = 0; ih < H; ++ih)
+        for (int64_t iw = 0; iw < W; ++iw)
+          for (int64_t o = 0; o < OG; ++o)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t oh = ih * s[0] - p[0] + kh * d[0], ow = iw * s[1] - p[1] + kw * d[1];
+                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                const int64_t oc = (c / CG) * OG + o;
+                out[size_t(((n * O + oc) * OH + oh) * OW + ow)] +=
+                    xv[size_t(((n * C + c) * H + ih) * W + iw)] * wv[size_t(((c * OG + o) * KH + kh) * KW + kw)];
+              }
+  if (b.defined()) {
+    const std::vector<double> bv = b.to_doubles();
+    for (size_t i = 0; i < out.size(); ++i) out[i] += bv[(i / size_t(OH * OW)) % size_t(O)];
+  }
+  return from_vector(out, Shape{N, O, OH, OW}, DType::F64);
+}
+
+TEST(ConvTranspose2d, MatchesTheScatterDefinition) {
+  struct Case {
+    Shape x, w;
+    Ints stride, padding, output_padding;
+    int64_t groups;
+    Ints dilation;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {Shape{1, 1, 1, 1}, Shape{1, 1, 1, 1}, {1}, {0}, {0}, 1, {1}, false},
+      {Shape{2, 3, 5, 4}, Shape{3, 2, 3, 3}, {1}, {0}, {0}, 1, {1}, true},
+      {Shape{1, 2, 4, 5}, Shape{2, 3, 3, 3}, {2}, {1}, {1}, 1, {1}, true},   // PyTorch's upsampling by 2
+      {Shape{1, 2, 3, 3}, Shape{2, 2, 4, 4}, {2}, {1}, {0}, 1, {1}, false},  // DCGAN's 4x4, stride 2
+      {Shape{1, 4, 3, 5}, Shape{4, 3, 2, 3}, {3, 2}, {0, 2}, {2, 1}, 2, {1, 2}, true},
+      {Shape{2, 6, 4, 4}, Shape{6, 1, 3, 3}, {2}, {3}, {1}, 6, {1}, false},  // depthwise, padding past the kernel
+      {Shape{1, 1, 7, 1}, Shape{1, 5, 2, 1}, {3, 1}, {1, 0}, {2, 0}, 1, {1}, true},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    for (DType dt : {DType::F32, DType::F64}) {
+      if (dt == DType::F64 && i % 3 != 1) continue;  // f64 on a few: each case compiles anew
+      SCOPED_TRACE("x" + c.x.str() + " w" + c.w.str() + " stride" + Shape(c.stride).str() + " pad" +
+                   Shape(c.padding).str() + " out_pad" + Shape(c.output_padding).str() + " groups " +
+                   std::to_string(c.groups) + " dil" + Shape(c.dilation).str() + " " + dt_str(dt));
+      const Tensor x = random_with_edges(c.x, dt, 3, -2, 2), w = random_with_edges(c.w, dt, 4, -1, 1);
+      const Tensor b = c.bias ? rand({c.w[1].size * c.groups}, 5, -1, 1, dt) : Tensor();
+      auto two = [](const Ints& v) { return v.size() == 1 ? Ints{v[0], v[0]} : v; };
+      const Tensor want = conv_transpose2d_scatter(x, w, b, two(c.stride), two(c.padding), two(c.output_padding),
+                                                   c.groups, two(c.dilation));
+      auto fn = [&](const Tensor& xx, const Tensor& ww) {
+        return conv_transpose2d(xx, ww, b, c.stride, c.padding, c.output_padding, c.groups, c.dilation);
+      };
+      const double tol = dt == DType::F32 ? 1e-4 : 1e-10;
+      const Tensor eager = fn(x, w), compiled = compile(fn)(x, w);
+      ASSERT_EQ(eager.shape(), want.shape());
+      EXPECT_TRUE(allclose(eager, want, tol, tol)) << max_abs_diff(eager, want);
+      EXPECT_TRUE(allclose(compiled, want, tol, tol)) << max_abs_diff(compiled, want);
+      EXPECT_EQ(eager.dtype(), dt);
+    }
+  }
+}
+
+TEST(ConvTranspose2d, Errors) {
+  const Tensor x = rand({1, 4, 5, 5}), w = rand({4, 2, 3, 3});
+  expect_error([&] { conv_transpose2d(x, rand({3, 2, 3, 3})); }, {"conv_transpose2d", "first dim", "4 channels"});
+  expect_error([&] { conv_transpose2d(x, w, {}, {1}, {0}, {0}, 3); }, {"conv_transpose2d", "groups", "divide"});
+  expect_error([&] { conv_transpose2d(x, w, {}, {2}, {0}, {2}); }, {"conv_transpose2d", "output_padding", "smaller"});
+  expect_error([&] { conv_transpose2d(x, w, {}, {0}); }, {"conv_transpose2d", "stride"});
+  expect_error([&] { conv_transpose2d(x, w, rand({3})); }, {"conv_transpose2d", "bias", "[O] = [2]"});
+  expect_error([&] { conv_transpose2d(x, w, {}, {1}, {4}); }, {"conv_transpose2d", "would have size"});
+  expect_error([&] { conv_transpose2d(rand({4, 5, 5}), w); }, {"conv_transpose2d", "[N, C, H, W]"});
+}
+
 TEST(Conv2d, PaddingTimesAnInfiniteWeightIsNaN) {
   Tensor x = from_vector(std::vector<double>{2.0}, Shape({1, 1, 1, 1}));
   Tensor w = from_vector(std::vector<double>{1.5, 0.5, INFINITY}, Shape({1, 1, 1, 3}));
