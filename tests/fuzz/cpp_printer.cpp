@@ -92,6 +92,9 @@ std::string op_expr(const Program& p, const OpSpec& op, const std::vector<Meta>&
   if (n == "conv2d")
     return call(a[0] + ", " + a[1] + ", " + opt(2) + ", {" + std::to_string(I[0]) + "}, {" + std::to_string(I[1]) +
                 "}, {" + std::to_string(I[2]) + "}, " + std::to_string(I[3]));
+  if (n == "conv_transpose2d")
+    return call(a[0] + ", " + a[1] + ", " + opt(2) + ", {" + std::to_string(I[0]) + "}, {" + std::to_string(I[1]) +
+                "}, {" + std::to_string(I[2]) + "}, " + std::to_string(I[4]) + ", {" + std::to_string(I[3]) + "}");
   if (n == "max_pool2d")
     return call(a[0] + ", {" + std::to_string(I[0]) + "}, " + (I[1] ? "{" + std::to_string(I[1]) + "}" : "{}") + ", {" +
                 std::to_string(I[2]) + "}, {" + std::to_string(I[3]) + "}, " + (I[4] ? "true" : "false"));

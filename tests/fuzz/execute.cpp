@@ -106,6 +106,7 @@ Tensor apply_op(const OpSpec& op, const std::vector<Tensor>& a) {
   if (n == "matmul") return matmul(a[0], a[1]);
   if (n == "linear") return linear(a[0], a[1], arg(a, 2));
   if (n == "conv2d") return conv2d(a[0], a[1], arg(a, 2), {I[0]}, {I[1]}, {I[2]}, I[3]);
+  if (n == "conv_transpose2d") return conv_transpose2d(a[0], a[1], arg(a, 2), {I[0]}, {I[1]}, {I[2]}, I[4], {I[3]});
   if (n == "max_pool2d") {
     std::vector<int64_t> stride = I[1] ? std::vector<int64_t>{I[1]} : std::vector<int64_t>{};
     return max_pool2d(a[0], {I[0]}, stride, {I[2]}, {I[3]}, I[4] != 0);

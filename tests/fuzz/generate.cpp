@@ -27,7 +27,7 @@ const std::vector<std::string>& all_ops() {
       "logical_and", "logical_or", "where", "sum", "mean", "max", "min", "prod", "argmax", "var",
       "std_dev", "softmax", "log_softmax", "layer_norm", "rms_norm", "reshape", "permute", "transpose",
       "expand", "unsqueeze", "squeeze", "slice", "concat", "stack", "split", "pad", "matmul", "linear",
-      "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "gather", "index_select", "embedding",
+      "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "gather", "index_select", "embedding",
       "one_hot", "tril", "triu", "cross_entropy", "mse_loss", "dropout"};
   return ops;
 }
@@ -573,6 +573,24 @@ class Generator {
       s.args = {x, new_input(Meta{m.dtype, {o, c / g, kh, kw}})};
       if (rng_.chance(0.5)) s.args.push_back(new_input(Meta{m.dtype, {o}}));
       s.ints = {rng_.range(1, 2), rng_.range(0, 1), rng_.chance(0.8) ? 1 : 2, g};
+      return s;
+    }
+    if (op == "conv_transpose2d") {
+      int x = image(1);
+      const Meta m = metas_[size_t(x)];
+      int64_t c = m.shape[1];
+      std::vector<int64_t> groups;
+      for (int64_t g = 1; g <= c; ++g)
+        if (c % g == 0) groups.push_back(g);
+      int64_t g = rng_.chance(0.7) ? 1 : rng_.pick(groups);
+      int64_t og = rng_.range(1, 2), kh = rng_.range(1, 3), kw = rng_.range(1, 3);
+      int64_t st = rng_.range(1, 2), p = rng_.range(0, 1), d = rng_.chance(0.8) ? 1 : 2;
+      int64_t q = rng_.chance(0.7) ? 0 : rng_.range(0, std::max(st, d) - 1);
+      auto out = [&](int64_t in, int64_t k) { return (in - 1) * st - 2 * p + d * (k - 1) + q + 1; };
+      if (out(m.shape[2], kh) < 1 || out(m.shape[3], kw) < 1) throw Fail{};
+      s.args = {x, new_input(Meta{m.dtype, {c, og, kh, kw}})};
+      if (rng_.chance(0.5)) s.args.push_back(new_input(Meta{m.dtype, {og * g}}));
+      s.ints = {st, p, q, d, g};
       return s;
     }
     if (op == "max_pool2d" || op == "avg_pool2d") {

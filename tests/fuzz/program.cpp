@@ -431,6 +431,21 @@ Meta infer_op(const OpSpec& op, const std::vector<Meta>& a) {
     if (x[1] == 0 || w[2] == 0 || w[3] == 0) invalid("conv empty");
     return {a[0].dtype, {x[0], w[0], oh, ow}};
   }
+  if (n == "conv_transpose2d") {
+    need_arity(op, a, 2, 3);
+    need_float(a[0], n);
+    for (const Meta& m : a)
+      if (m.dtype != a[0].dtype) invalid("conv dtypes");
+    const auto &x = a[0].shape, &w = a[1].shape;
+    if (x.size() != 4 || w.size() != 4) invalid("conv ranks");
+    int64_t s = int_at(op, 0), p = int_at(op, 1), q = int_at(op, 2), d = int_at(op, 3), g = int_at(op, 4);
+    if (s < 1 || p < 0 || d < 1 || g < 1 || q < 0 || q >= std::max(s, d) || x[1] % g || w[0] != x[1] || w[1] == 0)
+      invalid("conv_transpose params");
+    if (a.size() == 3 && a[2].shape != std::vector<int64_t>{w[1] * g}) invalid("conv bias");
+    int64_t oh = (x[2] - 1) * s - 2 * p + d * (w[2] - 1) + q + 1, ow = (x[3] - 1) * s - 2 * p + d * (w[3] - 1) + q + 1;
+    if (oh < 1 || ow < 1 || x[2] == 0 || x[3] == 0 || w[2] == 0 || w[3] == 0) invalid("conv_transpose output size");
+    return {a[0].dtype, {x[0], w[1] * g, oh, ow}};
+  }
   if (n == "max_pool2d" || n == "avg_pool2d") {
     need_arity(op, a, 1, 1);
     need_float(a[0], n);

@@ -81,7 +81,7 @@ bool has_large(const Tensor& t) {
 // Ops that accumulate (sums of products): the only ones whose own rounding error depends on
 // more than their result, through cancellation or overflow inside.
 bool accumulates(const std::string& op) {
-  static const std::set<std::string> ops = {"matmul", "conv2d", "linear", "sum", "mean", "prod", "layer_norm",
+  static const std::set<std::string> ops = {"matmul", "conv2d", "conv_transpose2d", "linear", "sum", "mean", "prod", "layer_norm",
                                             "rms_norm", "avg_pool2d", "adaptive_avg_pool2d", "cross_entropy",
                                             "mse_loss"};
   return ops.count(op) > 0;

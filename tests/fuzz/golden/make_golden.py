@@ -164,6 +164,8 @@ def apply_op(name, a, ints, reals, text):
         return torch.matmul(a[0], a[1])
     if name == "linear":
         return F.linear(a[0], a[1], a[2] if len(a) > 2 else None)
+    if name == "conv_transpose2d":
+        return F.conv_transpose2d(a[0], a[1], a[2] if len(a) > 2 else None, ints[0], ints[1], ints[2], ints[4], ints[3])
     if name == "conv2d":
         return F.conv2d(a[0], a[1], a[2] if len(a) > 2 else None, ints[0], ints[1], ints[2], ints[3])
     if name == "max_pool2d":
