@@ -16,10 +16,10 @@ namespace {
 using Halide::Expr;
 using Halide::Func;
 
-// The reference for every pointwise op: out[i] = f(in_0[..], in_1[..]) in double, with
-// broadcasting, stored in the output dtype.
-template <class F>
-Tensor pointwise_reference(const std::vector<Tensor>& in, const TensorMeta& out, F f) {
+// The loop of every pointwise reference: point(i, host inputs, their offsets at output
+// element i, with broadcasting) for each i, into a fresh tensor of `out`.
+template <class Point>
+Tensor pointwise_loop(const std::vector<Tensor>& in, const TensorMeta& out, Point point) {
   std::vector<int64_t> out_sizes = out.shape.sizes();
   Tensor result = empty(out.shape, out.dtype);
   std::vector<Tensor> host;
@@ -33,14 +33,42 @@ Tensor pointwise_reference(const std::vector<Tensor>& in, const TensorMeta& out,
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     std::vector<int64_t> idx = ref::unravel(i, out_sizes);
-    double args[3] = {0.0, 0.0, 0.0};
-    for (size_t k = 0; k < host.size(); ++k) {
-      args[k] = load_as_double(host[k].data(), host[k].dtype(),
-                               ref::broadcast_offset(in_sizes[k], out_sizes, idx));
-    }
-    store_from_double(dst, out.dtype, i, f(args[0], args[1], args[2]));
+    int64_t offsets[3] = {0, 0, 0};
+    for (size_t k = 0; k < host.size(); ++k) offsets[k] = ref::broadcast_offset(in_sizes[k], out_sizes, idx);
+    point(dst, i, host, offsets);
   }
   return result;
+}
+
+// The reference for every pointwise op: out[i] = f(in_0[..], in_1[..]) in double, stored
+// in the output dtype.
+template <class F>
+Tensor pointwise_reference(const std::vector<Tensor>& in, const TensorMeta& out, F f) {
+  return pointwise_loop(in, out, [&](void* dst, int64_t i, const std::vector<Tensor>& host, const int64_t* offsets) {
+    double args[3] = {0.0, 0.0, 0.0};
+    for (size_t k = 0; k < host.size(); ++k) args[k] = load_as_double(host[k].data(), host[k].dtype(), offsets[k]);
+    store_from_double(dst, out.dtype, i, f(args[0], args[1], args[2]));
+  });
+}
+
+// Integer add, sub and mul wrap around in two's complement, as PyTorch's and Halide's do
+// (an i32 INT_MIN * INT_MIN is 0). In double a product of two i32 values rounds, and a
+// result out of range would saturate when stored: so these are computed on 64 bits.
+Tensor integer_arithmetic_reference(const std::string& op, const std::vector<Tensor>& in, const TensorMeta& out) {
+  auto load = [](const Tensor& t, int64_t at) -> uint64_t {
+    switch (t.dtype()) {
+      case DType::I32: return uint64_t(int64_t(static_cast<const int32_t*>(t.data())[at]));
+      case DType::I64: return uint64_t(static_cast<const int64_t*>(t.data())[at]);
+      case DType::Bool: return static_cast<const uint8_t*>(t.data())[at] != 0;
+      default: KILN_INTERNAL_ERROR("integer arithmetic on ", dtype_name(t.dtype()));
+    }
+  };
+  return pointwise_loop(in, out, [&](void* dst, int64_t i, const std::vector<Tensor>& host, const int64_t* offsets) {
+    const uint64_t a = load(host[0], offsets[0]), b = load(host[1], offsets[1]);
+    const uint64_t r = op == "add" ? a + b : op == "sub" ? a - b : a * b;
+    if (out.dtype == DType::I32) static_cast<int32_t*>(dst)[i] = int32_t(uint32_t(r));
+    else static_cast<int64_t*>(dst)[i] = int64_t(r);
+  });
 }
 
 // Halide's erf is f32-only: f64 has kiln's own (math::erf_f64). Halide's erf(+-inf) is
@@ -509,6 +537,10 @@ OpDef binary_op(const BinarySpec& s) {
     return f;
   };
   d.reference = [s](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
+    const bool integer = out.dtype == DType::I32 || out.dtype == DType::I64;
+    if (integer && (s.name == "add" || s.name == "sub" || s.name == "mul")) {
+      return integer_arithmetic_reference(s.name, in, out);
+    }
     return pointwise_reference(in, out, [s](double a, double b, double) { return s.reference(a, b); });
   };
   return d;

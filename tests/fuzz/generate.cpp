@@ -560,14 +560,18 @@ class Generator {
                         {rng_.range(0, 3) == 0 ? 2 : 1, rng_.range(1, 4), rng_.range(min_hw, 7), rng_.range(min_hw, 7)}};
           });
     };
+    // Groups for `c` channels: mostly one, else any divisor.
+    auto conv_groups = [&](int64_t c) {
+      std::vector<int64_t> groups;
+      for (int64_t g = 1; g <= c; ++g)
+        if (c % g == 0) groups.push_back(g);
+      return rng_.chance(0.7) ? int64_t(1) : rng_.pick(groups);
+    };
     if (op == "conv2d") {
       int x = image(1);
       const Meta m = metas_[size_t(x)];
       int64_t c = m.shape[1];
-      std::vector<int64_t> groups;
-      for (int64_t g = 1; g <= c; ++g)
-        if (c % g == 0) groups.push_back(g);
-      int64_t g = rng_.chance(0.7) ? 1 : rng_.pick(groups);
+      int64_t g = conv_groups(c);
       int64_t o = g * rng_.range(1, 2);
       int64_t kh = rng_.range(1, 3), kw = rng_.range(1, 3);
       s.args = {x, new_input(Meta{m.dtype, {o, c / g, kh, kw}})};
@@ -579,10 +583,7 @@ class Generator {
       int x = image(1);
       const Meta m = metas_[size_t(x)];
       int64_t c = m.shape[1];
-      std::vector<int64_t> groups;
-      for (int64_t g = 1; g <= c; ++g)
-        if (c % g == 0) groups.push_back(g);
-      int64_t g = rng_.chance(0.7) ? 1 : rng_.pick(groups);
+      int64_t g = conv_groups(c);
       int64_t og = rng_.range(1, 2), kh = rng_.range(1, 3), kw = rng_.range(1, 3);
       int64_t st = rng_.range(1, 2), p = rng_.range(0, 1), d = rng_.chance(0.8) ? 1 : 2;
       int64_t q = rng_.chance(0.7) ? 0 : rng_.range(0, std::max(st, d) - 1);

@@ -73,6 +73,16 @@ int64_t int_at(const OpSpec& op, size_t i) {
   return op.ints[i];
 }
 
+// conv2d's and conv_transpose2d's operands: x and weight (and a bias) of one float
+// dtype, x and weight of rank 4.
+void need_conv_operands(const OpSpec& op, const std::vector<Meta>& a) {
+  need_arity(op, a, 2, 3);
+  need_float(a[0], op.op);
+  for (const Meta& m : a)
+    if (m.dtype != a[0].dtype) invalid("conv dtypes");
+  if (a[0].shape.size() != 4 || a[1].shape.size() != 4) invalid("conv ranks");
+}
+
 double real_at(const OpSpec& op, size_t i) {
   if (i >= op.reals.size()) invalid(op.op + ": missing real attribute");
   return op.reals[i];
@@ -416,12 +426,8 @@ Meta infer_op(const OpSpec& op, const std::vector<Meta>& a) {
     return {a[0].dtype, s};
   }
   if (n == "conv2d") {
-    need_arity(op, a, 2, 3);
-    need_float(a[0], n);
-    for (const Meta& m : a)
-      if (m.dtype != a[0].dtype) invalid("conv dtypes");
+    need_conv_operands(op, a);
     const auto &x = a[0].shape, &w = a[1].shape;
-    if (x.size() != 4 || w.size() != 4) invalid("conv ranks");
     int64_t s = int_at(op, 0), p = int_at(op, 1), d = int_at(op, 2), g = int_at(op, 3);
     if (s < 1 || p < 0 || d < 1 || g < 1 || x[1] % g || w[0] % g || w[1] * g != x[1] || w[0] == 0)
       invalid("conv params");
@@ -432,12 +438,8 @@ Meta infer_op(const OpSpec& op, const std::vector<Meta>& a) {
     return {a[0].dtype, {x[0], w[0], oh, ow}};
   }
   if (n == "conv_transpose2d") {
-    need_arity(op, a, 2, 3);
-    need_float(a[0], n);
-    for (const Meta& m : a)
-      if (m.dtype != a[0].dtype) invalid("conv dtypes");
+    need_conv_operands(op, a);
     const auto &x = a[0].shape, &w = a[1].shape;
-    if (x.size() != 4 || w.size() != 4) invalid("conv ranks");
     int64_t s = int_at(op, 0), p = int_at(op, 1), q = int_at(op, 2), d = int_at(op, 3), g = int_at(op, 4);
     if (s < 1 || p < 0 || d < 1 || g < 1 || q < 0 || q >= std::max(s, d) || x[1] % g || w[0] != x[1] || w[1] == 0)
       invalid("conv_transpose params");

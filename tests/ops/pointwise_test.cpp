@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include "ops/op_test_util.h"
 #include "autodiff/tape.h"
@@ -175,6 +176,31 @@ TEST(BinaryOps, BoolArithmeticFollowsPyTorch) {
     EXPECT_EQ(quotient.to_doubles()[1], 1.0);
   }
   EXPECT_EQ((b + 2.0).dtype(), DType::I64);
+}
+
+// Integer add, sub and mul wrap around as PyTorch's do, eager, compiled and in the f64
+// reference interpreter alike (which computed them in double and saturated).
+TEST(BinaryOps, IntegerArithmeticWrapsAround) {
+  const int32_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+  const Tensor a = from_vector(std::vector<int32_t>{lo, hi, hi, 46341, -7}, {5});
+  const Tensor b = from_vector(std::vector<int32_t>{lo, 1, hi, 46341, 3}, {5});
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * in[1], in[0] + in[1], in[0] - in[1] - in[1]};
+  };
+  const std::vector<double> mul = {0, double(hi), 1, double(int32_t(uint32_t(46341u * 46341u))), -21},
+                            add = {0, double(lo), -2, 92682, -4}, sub = {double(lo), double(hi - 2), double(-hi), -46341, -13};
+  Graph g = trace(fn, {a, b});
+  for (const auto& out : {fn({a, b}), compile(fn)({a, b}), interpret(g, {a, b}, InterpretMode::Reference)}) {
+    EXPECT_EQ(out[0].dtype(), DType::I32);
+    EXPECT_EQ(out[0].to_doubles(), mul);
+    EXPECT_EQ(out[1].to_doubles(), add);
+    EXPECT_EQ(out[2].to_doubles(), sub);
+  }
+  // i64 too: 2^62 * 4 wraps to 0.
+  const Tensor c = from_vector(std::vector<int64_t>{int64_t(1) << 62}, {1}), d = from_vector(std::vector<int64_t>{4}, {1});
+  auto prod = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * in[1]}; };
+  EXPECT_EQ(interpret(trace(prod, {c, d}), {c, d}, InterpretMode::Reference)[0].to_doubles(), std::vector<double>{0});
+  EXPECT_EQ((c * d).to_doubles(), std::vector<double>{0});
 }
 
 struct BinaryCase {
