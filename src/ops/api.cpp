@@ -440,15 +440,10 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
   if (bias.defined() && (bias.rank() != 1 || bias.shape()[0].size != o)) {
     user_error(op, ": bias is ", bias.meta().str(), " but must be [O] = [", o, "]");
   }
-  auto steps = [&](const std::vector<Tensor>& in) {
-    const std::vector<int64_t> end = {q[0] - p[0], q[1] - p[1]};
-    Tensor y = detail::transposed_conv2d(in[0], in[1], s, d, p, end, groups);
-    if (in.size() > 2) y = y + reshape(in[2], {in[2].shape()[0].size, 1, 1});
-    return y;
-  };
-  // Op by op, eager too: eager_composite traces with symbolic sizes, and the steps need
-  // the sizes themselves.
-  return bias.defined() ? steps({x, weight, bias}) : steps({x, weight});
+  // Op by op, eager too (not eager_composite: that traces with symbolic sizes, and the
+  // steps need the sizes themselves).
+  const Tensor y = detail::transposed_conv2d(x, weight, s, d, p, {q[0] - p[0], q[1] - p[1]}, groups);
+  return bias.defined() ? y + reshape(bias, {o, 1, 1}) : y;
 }
 
 Tensor max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
