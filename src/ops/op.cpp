@@ -259,6 +259,15 @@ std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t>& sizes) 
   return idx;
 }
 
+int64_t load_as_int64(const void* base, DType t, int64_t index) {
+  switch (t) {
+    case DType::I32: return static_cast<const int32_t*>(base)[index];
+    case DType::I64: return static_cast<const int64_t*>(base)[index];
+    case DType::Bool: return static_cast<const uint8_t*>(base)[index] != 0;
+    default: KILN_INTERNAL_ERROR("an integer load from ", dtype_name(t));
+  }
+}
+
 int64_t broadcast_offset(const std::vector<int64_t>& in_sizes,
                          const std::vector<int64_t>& out_sizes,
                          const std::vector<int64_t>& out_index) {

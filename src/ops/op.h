@@ -189,6 +189,8 @@ int64_t broadcast_offset(const std::vector<int64_t>& in_sizes,
                          const std::vector<int64_t>& out_sizes,
                          const std::vector<int64_t>& out_index);
 std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t>& sizes);
+// One element of a dense bool, i32 or i64 buffer, exactly (a double rounds i64 past 2^53).
+int64_t load_as_int64(const void* base, DType t, int64_t index);
 }  // namespace ref
 
 // The built-in op families, one per file; the registry collects them once.

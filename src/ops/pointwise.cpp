@@ -51,21 +51,25 @@ Tensor pointwise_reference(const std::vector<Tensor>& in, const TensorMeta& out,
   });
 }
 
-// Integer add, sub and mul wrap around in two's complement, as PyTorch's and Halide's do
-// (an i32 INT_MIN * INT_MIN is 0). In double a product of two i32 values rounds, and a
-// result out of range would saturate when stored: so these are computed on 64 bits.
+// Integer add, sub, mul, neg and abs wrap around in two's complement, as PyTorch's and
+// Halide's do (an i32 INT_MIN * INT_MIN is 0, -INT_MIN and abs(INT_MIN) are INT_MIN). In
+// double a product of two i32 values rounds, an i64 beyond 2^53 rounds, and a result out
+// of range would saturate when stored: so these are computed on 64 bits.
+bool integer_wraps(const std::string& op, DType out) {
+  return (out == DType::I32 || out == DType::I64) &&
+         (op == "add" || op == "sub" || op == "mul" || op == "neg" || op == "abs");
+}
+
 Tensor integer_arithmetic_reference(const std::string& op, const std::vector<Tensor>& in, const TensorMeta& out) {
-  auto load = [](const Tensor& t, int64_t at) -> uint64_t {
-    switch (t.dtype()) {
-      case DType::I32: return uint64_t(int64_t(static_cast<const int32_t*>(t.data())[at]));
-      case DType::I64: return uint64_t(static_cast<const int64_t*>(t.data())[at]);
-      case DType::Bool: return static_cast<const uint8_t*>(t.data())[at] != 0;
-      default: KILN_INTERNAL_ERROR("integer arithmetic on ", dtype_name(t.dtype()));
-    }
-  };
+  auto load = [](const Tensor& t, int64_t at) { return uint64_t(ref::load_as_int64(t.data(), t.dtype(), at)); };
   return pointwise_loop(in, out, [&](void* dst, int64_t i, const std::vector<Tensor>& host, const int64_t* offsets) {
-    const uint64_t a = load(host[0], offsets[0]), b = load(host[1], offsets[1]);
-    const uint64_t r = op == "add" ? a + b : op == "sub" ? a - b : a * b;
+    const uint64_t a = load(host[0], offsets[0]), b = host.size() > 1 ? load(host[1], offsets[1]) : 0;
+    uint64_t r = 0;
+    if (op == "add") r = a + b;
+    else if (op == "sub") r = a - b;
+    else if (op == "mul") r = a * b;
+    else if (op == "neg") r = uint64_t(0) - a;
+    else r = int64_t(a) < 0 ? uint64_t(0) - a : a;  // abs
     if (out.dtype == DType::I32) static_cast<int32_t*>(dst)[i] = int32_t(uint32_t(r));
     else static_cast<int64_t*>(dst)[i] = int64_t(r);
   });
@@ -300,6 +304,7 @@ OpDef unary_op(const UnarySpec& s) {
     return f;
   };
   d.reference = [s](const std::vector<Tensor>& in, const Attrs& a, const TensorMeta& out) {
+    if (integer_wraps(s.name, out.dtype)) return integer_arithmetic_reference(s.name, in, out);
     return pointwise_reference(in, out, [s, &a](double x, double, double) {
       return std::isnan(x) && s.types != UnaryTypes::BoolResult ? x : s.reference(x, a);
     });
@@ -537,10 +542,7 @@ OpDef binary_op(const BinarySpec& s) {
     return f;
   };
   d.reference = [s](const std::vector<Tensor>& in, const Attrs&, const TensorMeta& out) {
-    const bool integer = out.dtype == DType::I32 || out.dtype == DType::I64;
-    if (integer && (s.name == "add" || s.name == "sub" || s.name == "mul")) {
-      return integer_arithmetic_reference(s.name, in, out);
-    }
+    if (integer_wraps(s.name, out.dtype)) return integer_arithmetic_reference(s.name, in, out);
     return pointwise_reference(in, out, [s](double a, double b, double) { return s.reference(a, b); });
   };
   return d;

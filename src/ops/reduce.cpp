@@ -210,17 +210,42 @@ Tensor reduction_reference(const std::string& op, Reducer r, const Tensor& in_t,
   void* dst = result.mutable_data();
   const void* src = in.data();
   const int64_t n = result.numel();
+  // Integer results of integer inputs (sum, prod, max, min of bool, i32 and i64).
+  const bool integer = !is_float(in.dtype()) && !is_float(out.dtype) && r != Reducer::Mean;
 #pragma omp parallel for schedule(static) if (n * red_n > 65536)
   for (int64_t o = 0; o < n; ++o) {
     std::vector<int64_t> ko = ref::unravel(o, kept_sizes);
     int64_t base = 0;
     for (size_t k = 0; k < ko.size(); ++k) base += ko[k] * kept_strides[k];
-    double acc = r == Reducer::Max ? -INFINITY : r == Reducer::Min ? INFINITY : r == Reducer::Prod ? 1.0 : 0.0;
-    for (int64_t q = 0; q < red_n; ++q) {
+    auto offset = [&](int64_t q) {
       std::vector<int64_t> kr = ref::unravel(q, red_sizes);
       int64_t off = base;
       for (size_t k = 0; k < kr.size(); ++k) off += kr[k] * red_strides[k];
-      double v = load_as_double(src, in.dtype(), off);
+      return off;
+    };
+    if (integer) {
+      // Exact, wrapping on 64 bits as the kernels' integer accumulators do.
+      uint64_t acc = r == Reducer::Prod ? 1 : 0;
+      // An empty max or min is the type's lowest or highest value, as the kernels' start.
+      const int64_t type_lo = out.dtype == DType::I32 ? INT32_MIN : out.dtype == DType::I64 ? INT64_MIN : 0;
+      const int64_t type_hi = out.dtype == DType::I32 ? INT32_MAX : out.dtype == DType::I64 ? INT64_MAX : 1;
+      int64_t ext = r == Reducer::Max ? type_lo : type_hi;
+      for (int64_t q = 0; q < red_n; ++q) {
+        const int64_t v = ref::load_as_int64(src, in.dtype(), offset(q));
+        if (r == Reducer::Max) ext = std::max(ext, v);
+        else if (r == Reducer::Min) ext = std::min(ext, v);
+        else if (r == Reducer::Prod) acc *= uint64_t(v);
+        else acc += uint64_t(v);
+      }
+      const int64_t value = r == Reducer::Max || r == Reducer::Min ? ext : int64_t(acc);
+      if (out.dtype == DType::I32) static_cast<int32_t*>(dst)[o] = int32_t(uint32_t(uint64_t(value)));
+      else if (out.dtype == DType::I64) static_cast<int64_t*>(dst)[o] = value;
+      else static_cast<uint8_t*>(dst)[o] = value != 0;
+      continue;
+    }
+    double acc = r == Reducer::Max ? -INFINITY : r == Reducer::Min ? INFINITY : r == Reducer::Prod ? 1.0 : 0.0;
+    for (int64_t q = 0; q < red_n; ++q) {
+      double v = load_as_double(src, in.dtype(), offset(q));
       if (r == Reducer::Max) acc = (std::isnan(acc) || acc >= v) ? acc : v;
       else if (r == Reducer::Min) acc = (std::isnan(acc) || acc <= v) ? acc : v;
       else if (r == Reducer::Prod) acc *= v;

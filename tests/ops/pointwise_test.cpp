@@ -203,6 +203,27 @@ TEST(BinaryOps, IntegerArithmeticWrapsAround) {
   EXPECT_EQ((c * d).to_doubles(), std::vector<double>{0});
 }
 
+TEST(UnaryOps, IntegerNegAndAbsWrapAroundAndKeepEveryBit) {
+  // As PyTorch: -INT_MIN and abs(INT_MIN) are INT_MIN. The reference once computed them in
+  // double and saturated on the store (INT_MAX), and rounded i64 values past 2^53.
+  const int32_t lo = std::numeric_limits<int32_t>::min();
+  const Tensor a = from_vector(std::vector<int32_t>{lo, -5, 7, 0}, {4});
+  auto fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{-in[0], abs(in[0])}; };
+  for (const auto& out : {fn({a}), compile(fn)({a}), interpret(trace(fn, {a}), {a}, InterpretMode::Reference)}) {
+    EXPECT_EQ(out[0].to_doubles(), (std::vector<double>{double(lo), 5, -7, 0}));
+    EXPECT_EQ(out[1].to_doubles(), (std::vector<double>{double(lo), 5, 7, 0}));
+  }
+  const int64_t big = (int64_t(1) << 53) + 1;
+  const Tensor b = from_vector(std::vector<int64_t>{-big, std::numeric_limits<int64_t>::min()}, {2});
+  for (const auto& out : {fn({b}), interpret(trace(fn, {b}), {b}, InterpretMode::Reference)}) {
+    for (const Tensor& t : out) {
+      const int64_t* v = static_cast<const int64_t*>(t.to_host().data());
+      EXPECT_EQ(v[0], big);
+      EXPECT_EQ(v[1], std::numeric_limits<int64_t>::min());
+    }
+  }
+}
+
 struct BinaryCase {
   const char* op;
   Tensor (*fn)(const Tensor&, const Tensor&);

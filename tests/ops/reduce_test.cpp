@@ -62,6 +62,26 @@ TEST(Reductions, ShapesAndDtypes) {
   EXPECT_EQ(max(cast(x, DType::F16), {0}).dtype(), DType::F16);
 }
 
+TEST(Reductions, IntegerReductionsAreExactAndWrapAsTheKernels) {
+  // i64 values past 2^53 (a double rounds them) and a product past 2^63 (it wraps, as
+  // PyTorch's): the reference once computed both in double.
+  const int64_t big = (int64_t(1) << 53) + 1;
+  const int64_t c = (int64_t(1) << 40) + 7, d = (int64_t(1) << 30) + 5;
+  const Tensor x = from_vector(std::vector<int64_t>{big, 3, c, d}, {4});
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sum(in[0]), prod(in[0]), max(in[0]), min(in[0], {0})};
+  };
+  const uint64_t product = uint64_t(big) * 3u * uint64_t(c) * uint64_t(d);
+  ASSERT_NE(product, 0u);
+  const std::vector<int64_t> want = {big + 3 + c + d, int64_t(product), big, 3};
+  for (const auto& out : {fn({x}), compile(fn)({x}), interpret(trace(fn, {x}), {x}, InterpretMode::Reference)}) {
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(out[i].dtype(), DType::I64);
+      EXPECT_EQ(static_cast<const int64_t*>(out[i].to_host().data())[0], want[i]) << "output " << i;
+    }
+  }
+}
+
 TEST(Reductions, LargeSumsAreAccurateAndParallel) {
   // 2^22 elements summed to a scalar (the rfactor path) and along rows.
   Tensor x = rand({1 << 22}, 3, -1, 1);
