@@ -4,7 +4,9 @@
 // every op result (and the operands of accumulating ops: matmul, sum, ...) by +-2 ulps of
 // its dtype, then, in two more runs, the results of ops that combine elements (those and
 // softmax) also by 2 ulps of their largest element, up and then down (a position whose
-// NaN-ness or infinity changes gets infinite slack: unstable). With `flush_subnormals`
+// NaN-ness or infinity changes gets infinite slack: unstable). sin, cos and tan of a
+// computed value too large for its rounding error to fix the result take the ends of
+// their range in those runs. With `flush_subnormals`
 // (kiln's default CPU mode, core/float_env.h), one more run flushes every subnormal op
 // result to a zero of its sign, as the kernels do: sqrt(x / log(x)) of a tiny x is NaN
 // exactly but -0 flushed. See compare.h.
