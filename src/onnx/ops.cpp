@@ -202,8 +202,8 @@ Outs unsqueeze_op(const NodeContext& c) {
 }
 
 Outs concat_op(const NodeContext& c) {
-  std::vector<Tensor> xs;
-  for (size_t k = 0; k < c.inputs.size(); ++k) xs.push_back(c.in(k));
+  std::vector<Tensor> xs = {c.in(0)};  // at least one (libFuzzer: a Concat of none read xs[0])
+  for (size_t k = 1; k < c.inputs.size(); ++k) xs.push_back(c.in(k));
   return {concat(xs, axis_in(c, c.attrs.i("axis"), rank_of(xs[0])))};
 }
 

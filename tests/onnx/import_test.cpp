@@ -189,6 +189,15 @@ TEST(OnnxImport, MalformedFilesAndUnsupportedOperatorsAreErrorsNotCrashes) {
   m.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");
   e = error_of([&] { kiln::onnx::load(save(m, dir, "dangling.onnx")); });
   EXPECT_NE(e.find("node 'y' (Relu) reads 'nowhere'"), std::string::npos) << e;
+  // A variadic operator given no inputs (libFuzzer found a Concat of none reading past
+  // its list).
+  m = mlp_model("2");
+  m.mutable_graph()->mutable_node(1)->set_op_type("Concat");
+  m.mutable_graph()->mutable_node(1)->clear_input();
+  m.mutable_graph()->mutable_node(1)->add_attribute()->set_name("axis");
+  m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->set_type(::onnx::AttributeProto::INT);
+  e = error_of([&] { kiln::onnx::load(save(m, dir, "concat.onnx")); });
+  EXPECT_NE(e.find("node 'y' (Concat) needs its input 0"), std::string::npos) << e;
   // Shapes that do not fit are kiln's error with the node named.
   m = mlp_model("2");
   *m.mutable_graph()->mutable_initializer(0) = f32_tensor("W", {2, 4}, std::vector<float>(8, 1.0f));
