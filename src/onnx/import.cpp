@@ -1,4 +1,5 @@
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -207,50 +208,72 @@ DType dtype_from_onnx(int32_t t, const std::string& who) {
 Tensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& model_dir, const std::string& who) {
   const DType dtype = dtype_from_onnx(t.data_type(), who);
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+  // The element count, checked before it can overflow (libFuzzer: dims of 9e7 and 7e16).
   int64_t n = 1;
   for (int64_t d : dims) {
     if (d < 0) throw Error(who + " has a negative dim");
+    if (d > 0 && n > (int64_t(1) << 60) / d) {
+      std::string text;
+      for (int64_t e : dims) text += (text.empty() ? "" : ", ") + std::to_string(e);
+      throw Error(who + " has more than 2^60 elements (dims [" + text + "])");
+    }
     n *= d;
   }
   if (t.has_segment()) throw Unsupported(who + " is a segment of a tensor");
-  Tensor out(dtype, dims);
   const size_t bytes = size_t(n) * element_bytes(dtype);
-  void* dst = n > 0 ? out.mutable_data() : nullptr;
-  auto copy_raw = [&](const std::string& raw, const std::string& where) {
-    if (raw.size() != bytes) {
-      throw Error(who + ": " + where + " holds " + std::to_string(raw.size()) + " bytes, not the " +
-                  std::to_string(bytes) + " its shape and type need (truncated?)");
+  // Each source of data is checked against the shape before the tensor is allocated: a
+  // small file must not claim gigabytes.
+  auto check_raw = [&](size_t size, const std::string& where) {
+    if (size != bytes) {
+      throw Error(who + ": " + where + " holds " + std::to_string(size) + " bytes, not the " + std::to_string(bytes) +
+                  " its shape and type need (truncated?)");
     }
-    if (bytes) std::memcpy(dst, raw.data(), bytes);
+  };
+  auto filled = [&](const void* raw) {
+    Tensor out(dtype, dims);
+    if (bytes) std::memcpy(out.mutable_data(), raw, bytes);
+    return out;
   };
   if (t.data_location() == ::onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
+    auto integer = [&](const std::string& key, const std::string& value) {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || errno == ERANGE || v < 0) {
+        throw Error(who + ": its external data's " + key + " must be a whole number >= 0, not '" + value + "'");
+      }
+      return int64_t(v);
+    };
     for (const auto& kv : t.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      else if (kv.key() == "offset") offset = integer("offset", kv.value());
+      else if (kv.key() == "length") length = integer("length", kv.value());
     }
     const std::filesystem::path rel(location);
     if (location.empty() || rel.is_absolute()) {
       throw Error(who + ": its external data needs a location relative to the model's folder, not '" + location + "'");
     }
     const std::string path = (std::filesystem::path(model_dir) / rel).string();
-    std::ifstream f(path, std::ios::binary);
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
     if (!f) throw Error(who + ": cannot open its external data file '" + path + "': " + std::strerror(errno));
-    f.seekg(offset);
-    std::string raw(length >= 0 ? size_t(length) : bytes, '\0');
-    f.read(raw.data(), std::streamsize(raw.size()));
-    if (size_t(f.gcount()) != raw.size()) {
-      throw Error(who + ": its external data file '" + path + "' ends before offset " + std::to_string(offset) +
-                  " + " + std::to_string(raw.size()) + " bytes");
+    const int64_t file_size = int64_t(f.tellg());
+    const int64_t want = length >= 0 ? length : int64_t(bytes);
+    if (offset > file_size || want > file_size - offset) {
+      throw Error(who + ": its external data file '" + path + "' (" + std::to_string(file_size) +
+                  " bytes) ends before offset " + std::to_string(offset) + " + " + std::to_string(want) + " bytes");
     }
-    copy_raw(raw, "its external data");
-    return out;
+    check_raw(size_t(want), "its external data");
+    std::string raw(size_t(want), '\0');
+    f.seekg(offset);
+    f.read(raw.data(), std::streamsize(raw.size()));
+    if (size_t(f.gcount()) != raw.size()) throw Error(who + ": reading its external data file '" + path + "' failed");
+    return filled(raw.data());
   }
   if (t.has_raw_data()) {
-    copy_raw(t.raw_data(), "raw_data");
-    return out;
+    check_raw(t.raw_data().size(), "raw_data");
+    return filled(t.raw_data().data());
   }
   auto check_count = [&](int count, const char* field) {
     if (int64_t(count) != n) {
@@ -259,31 +282,19 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& model_
     }
   };
   switch (dtype) {
-    case DType::F32:
-      check_count(t.float_data_size(), "float_data");
-      if (n) std::memcpy(dst, t.float_data().data(), bytes);
-      break;
-    case DType::F64:
-      check_count(t.double_data_size(), "double_data");
-      if (n) std::memcpy(dst, t.double_data().data(), bytes);
-      break;
-    case DType::I64:
-      check_count(t.int64_data_size(), "int64_data");
-      if (n) std::memcpy(dst, t.int64_data().data(), bytes);
-      break;
-    case DType::I32:
-      check_count(t.int32_data_size(), "int32_data");
-      if (n) std::memcpy(dst, t.int32_data().data(), bytes);
-      break;
-    case DType::Bool:
-      check_count(t.int32_data_size(), "int32_data");
-      for (int64_t i = 0; i < n; ++i) static_cast<uint8_t*>(dst)[i] = t.int32_data(int(i)) != 0;
-      break;
-    case DType::F16:
-    case DType::BF16:
-      check_count(t.int32_data_size(), "int32_data");
-      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = uint16_t(t.int32_data(int(i)));
-      break;
+    case DType::F32: check_count(t.float_data_size(), "float_data"); return filled(t.float_data().data());
+    case DType::F64: check_count(t.double_data_size(), "double_data"); return filled(t.double_data().data());
+    case DType::I64: check_count(t.int64_data_size(), "int64_data"); return filled(t.int64_data().data());
+    case DType::I32: check_count(t.int32_data_size(), "int32_data"); return filled(t.int32_data().data());
+    default: break;
+  }
+  // bool, f16 and bf16 come one value per int32.
+  check_count(t.int32_data_size(), "int32_data");
+  Tensor out(dtype, dims);
+  void* dst = out.mutable_data();
+  for (int64_t i = 0; i < n; ++i) {
+    if (dtype == DType::Bool) static_cast<uint8_t*>(dst)[i] = t.int32_data(int(i)) != 0;
+    else static_cast<uint16_t*>(dst)[i] = uint16_t(t.int32_data(int(i)));
   }
   return out;
 }

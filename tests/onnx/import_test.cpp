@@ -140,6 +140,19 @@ TEST(OnnxImport, ExternalDataIsReadRelativeToTheModel) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("weights.bin"), std::string::npos) << e.what();
   }
+  // Offsets and lengths are whole numbers >= 0, within the file.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"offset", "-8"}, {"length", "12abc"}, {"length", "99999999999999999999"}, {"length", "4000000000000"}}) {
+    ::onnx::ModelProto bad = m;
+    auto* e = bad.mutable_graph()->mutable_initializer(0)->mutable_external_data(key == "offset" ? 1 : 2);
+    e->set_value(value);
+    try {
+      kiln::onnx::load(save(bad, dir, "bad_external.onnx"));
+      ADD_FAILURE() << key << "=" << value << " loaded";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find("initializer 'W'"), std::string::npos) << err.what();
+    }
+  }
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -184,6 +197,16 @@ TEST(OnnxImport, MalformedFilesAndUnsupportedOperatorsAreErrorsNotCrashes) {
   m.mutable_graph()->mutable_initializer(0)->mutable_raw_data()->resize(10);
   e = error_of([&] { kiln::onnx::load(save(m, dir, "raw.onnx")); });
   EXPECT_NE(e.find("initializer 'W': raw_data holds 10 bytes, not the 48"), std::string::npos) << e;
+  // Dims whose product overflows (libFuzzer: 9e7 x 7e16 elements), and a shape of 10^10
+  // elements with 4 bytes of data: errors before anything is allocated.
+  m = mlp_model("2");
+  *m.mutable_graph()->mutable_initializer(0) = f32_tensor("W", {91286118, 66991038614849428}, {});
+  e = error_of([&] { kiln::onnx::load(save(m, dir, "huge.onnx")); });
+  EXPECT_NE(e.find("initializer 'W' has more than 2^60 elements"), std::string::npos) << e;
+  m = mlp_model("2");
+  *m.mutable_graph()->mutable_initializer(0) = f32_tensor("W", {100000, 100000}, {1.0f});
+  e = error_of([&] { kiln::onnx::load(save(m, dir, "claims.onnx")); });
+  EXPECT_NE(e.find("initializer 'W': "), std::string::npos) << e;
   // A node reading a value nothing defines.
   m = mlp_model("2");
   m.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");
