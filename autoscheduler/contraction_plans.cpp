@@ -226,7 +226,7 @@ constexpr double kTensorCoreSpeedup = 12;
 constexpr double kKilnTileAchieved = 0.4;
 
 GpuMatmulChoice choose_gpu_matmul(const ContractionShape& s, GpuMathUnit unit, double stored_bytes,
-                                  const MachineModel& m) {
+                                  const MachineModel& m, const std::string& vendor) {
   GpuMatmulChoice c;
   const double unit_peak = m.gpu_peak_flops() * (unit == GpuMathUnit::TensorCores ? kTensorCoreSpeedup
                                                  : unit == GpuMathUnit::Fp64    ? 0.5
@@ -259,7 +259,7 @@ GpuMatmulChoice choose_gpu_matmul(const ContractionShape& s, GpuMathUnit unit, d
                  : INFINITY;
   c.vendor = c.vendor_s < c.kiln_s;
   std::ostringstream o;
-  o << (c.vendor ? "cuBLASLt" : "kiln's kernel") << ": cuBLASLt predicted " << c.vendor_s * 1e3 << " ms ("
+  o << (c.vendor ? vendor : std::string("kiln's kernel")) << ": " << vendor << " predicted " << c.vendor_s * 1e3 << " ms ("
     << waves << (waves == 1 ? " wave" : " waves") << " of " << tile->rows << " x " << tile->cols << " tiles"
     << (split > 1 ? ", k split " + std::to_string(int(split)) + " ways" : "")
     << (unit == GpuMathUnit::TensorCores ? " on tensor cores" : "") << "), kiln's best tiling ";

@@ -261,8 +261,10 @@ struct GpuMatmulChoice {
   std::string why;  // "cuBLASLt 0.41 ms against kiln's 1.2 ms (8 x 4 per thread, ...)"
 };
 enum class GpuMathUnit { Fp32, TensorCores, Fp64 };
+// `vendor` names the library in `why` ("cuBLASLt", or "cuDNN" for a convolution priced as
+// its implicit GEMM).
 GpuMatmulChoice choose_gpu_matmul(const ContractionShape& s, GpuMathUnit unit, double stored_bytes,
-                                  const MachineModel& m);
+                                  const MachineModel& m, const std::string& vendor = "cuBLASLt");
 GpuStagePlan gpu_contraction_plan(const ContractionShape& s, const GpuContractionTiling& t, const MachineModel& m);
 
 }  // namespace kiln::autoschedule

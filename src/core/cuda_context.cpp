@@ -34,6 +34,7 @@ const State& state() {
                      load(lib, "cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain) &&
                      load(lib, "cuCtxPushCurrent_v2", &d.cuCtxPushCurrent) &&
                      load(lib, "cuCtxPopCurrent_v2", &d.cuCtxPopCurrent) && load(lib, "cuMemAlloc_v2", &d.cuMemAlloc) &&
+                     load(lib, "cuMemFree_v2", &d.cuMemFree) &&
                      load(lib, "cuMemsetD8Async", &d.cuMemsetD8Async) &&
                      load(lib, "cuGetErrorName", &d.cuGetErrorName) &&
                      load(lib, "cuGetErrorString", &d.cuGetErrorString);

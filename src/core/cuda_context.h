@@ -24,6 +24,7 @@ struct Driver {
   int (*cuCtxPushCurrent)(void*) = nullptr;
   int (*cuCtxPopCurrent)(void**) = nullptr;
   int (*cuMemAlloc)(uint64_t*, size_t) = nullptr;
+  int (*cuMemFree)(uint64_t) = nullptr;
   int (*cuMemsetD8Async)(uint64_t, unsigned char, size_t, void*) = nullptr;
   int (*cuGetErrorName)(int, const char**) = nullptr;
   int (*cuGetErrorString)(int, const char**) = nullptr;

@@ -23,6 +23,7 @@
 #include "ops/op.h"
 #include "lower/target.h"
 #include "runtime/cublaslt.h"
+#include "runtime/cudnn.h"
 
 namespace kiln {
 
@@ -142,7 +143,8 @@ void Kernel::compile_just_in_time() {
 Halide::Callable Kernel::jit_callable() {
   Halide::Callable callable = with_halide_errors("compiling the graph with Halide's JIT", [&] {
     Halide::Pipeline p = lowered_.pipeline();
-    p.set_jit_externs({{vendor::kMatmulExtern, Halide::JITExtern(kiln_cublaslt_matmul)}});
+    p.set_jit_externs({{vendor::kMatmulExtern, Halide::JITExtern(kiln_cublaslt_matmul)},
+                       {vendor::kConv2dExtern, Halide::JITExtern(kiln_cudnn_conv2d)}});
     return p.compile_to_callable(lowered_.arguments(), target_);
   });
   if (target_.has_gpu_feature()) {

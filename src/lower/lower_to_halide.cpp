@@ -1,7 +1,7 @@
 #include "lower/lower_to_halide.h"
 
 #include "core/error.h"
-#include "lower/vendor_matmul.h"
+#include "lower/vendor_stages.h"
 #include "ops/math/trig.h"
 
 namespace kiln {
@@ -196,10 +196,12 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external,
       in.push_back(out.funcs.at(i));
       metas.push_back(graph.node(i).meta);
     }
-    if (n.op == "matmul" && options.vendor_kernels) {
+    if ((n.op == "matmul" || n.op == "conv2d") && options.vendor_kernels) {
       const VendorOperandSources sources{&params, &constants, &out.funcs, extent};
       std::vector<Halide::Func> stored;
-      if (std::optional<Halide::Func> v = vendor_matmul(graph, n, sources, options.target, &stored)) {
+      std::optional<Halide::Func> v = n.op == "matmul" ? vendor_matmul(graph, n, sources, options.target, &stored)
+                                                       : vendor_conv2d(graph, n, sources, options.target, &stored);
+      if (v) {
         out.funcs[n.id] = *v;
         out.kinds[n.id] = op.kind;
         for (const Halide::Func& s : stored) {

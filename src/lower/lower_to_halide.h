@@ -40,7 +40,7 @@ struct LoweredGraph {
     int64_t columns = 0;  // the innermost extent when static, else 0
   };
   std::map<std::string, EpilogueHost> epilogue_hosts;
-  // Computed values that a vendor stage (cuBLASLt, lower/vendor_matmul.h) reads: every
+  // Computed values that a vendor stage (cuBLASLt, cuDNN: lower/vendor_stages.h) reads: every
   // schedule stores them at root (an extern stage reads memory, never an inlined Func).
   std::vector<Halide::Func> vendor_operands;
 
@@ -57,9 +57,9 @@ struct ExternalInputs {
 
 // How the graph may be lowered beyond kiln's own Halide definitions.
 struct LowerOptions {
-  // On a CUDA target, matmuls may become cuBLASLt stages where the Kiln autoscheduler
-  // prices them faster (lower/vendor_matmul.h). JIT only: an AOT library would need libkiln
-  // at link time for the stage.
+  // On a CUDA target, matmuls and convolutions may become cuBLASLt and cuDNN stages where
+  // the Kiln autoscheduler prices them faster (lower/vendor_stages.h). JIT only: an AOT
+  // library would need libkiln at link time for the stage.
   bool vendor_kernels = false;
   Halide::Target target;
 };

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "core/cuda_context.h"
-#include "core/device.h"
 #include "runtime/cublaslt_abi.h"
 
 namespace kiln::vendor {
@@ -108,12 +107,7 @@ const Library& library() {
   return l;
 }
 
-thread_local std::string t_last_error;
-
-int fail(const std::string& what) {
-  t_last_error = "cuBLASLt matmul: " + what;
-  return -1;
-}
+int fail(const std::string& what) { return vendor::fail("cuBLASLt matmul", what); }
 
 // One GEMM's shape, as cuBLASLt sees it (column-major): D (rows x cols) = op(A) op(B).
 struct Geometry {
@@ -194,21 +188,6 @@ const Plan& plan_for(const Geometry& g) {
   return it->second;
 }
 
-int alignment(uint64_t address) {
-  int a = 16;
-  while (a > 1 && address % uint64_t(a)) a /= 2;
-  return a;
-}
-
-bool is_query(const halide_buffer_t* b) { return b->host == nullptr && b->device == 0; }
-
-// The operand's element at (coords) counted from its buffer's origin, in elements.
-int64_t offset_of(const halide_buffer_t* b, const std::vector<int64_t>& coords) {
-  int64_t o = 0;
-  for (int d = 0; d < b->dimensions; ++d) o += (coords[size_t(d)] - b->dim[d].min) * b->dim[d].stride;
-  return o;
-}
-
 }  // namespace
 
 bool cublaslt_available(std::string* why) {
@@ -216,9 +195,6 @@ bool cublaslt_available(std::string* why) {
   if (why) *why = l.missing;
   return l.missing.empty();
 }
-
-std::string last_error() { return t_last_error; }
-void clear_last_error() { t_last_error.clear(); }
 
 }  // namespace kiln::vendor
 
@@ -257,37 +233,8 @@ extern "C" int kiln_cublaslt_matmul(halide_buffer_t* a, halide_buffer_t* b, int 
 
   std::string why;
   if (!cublaslt_available(&why)) return fail(why);
-  // Halide hands a CUDA extern stage a pipeline input as the caller left it: host tensors
-  // given to a host-cuda pipeline arrive without device memory (an H100 run failed so).
-  // Operands whose host copy is the newer go to the GPU; the output gets device memory.
-  const halide_device_interface_t* cuda = nullptr;
-  try {
-    cuda = kiln::cuda_device_interface();
-  } catch (const std::exception& e) {
-    return fail(e.what());
-  }
-  // Halide's CUDA runtime aborts the process on device memory of zero bytes (an empty sum's
-  // operands, an empty output): those are never copied or allocated.
-  auto empty = [](const halide_buffer_t* x) {
-    for (int d = 0; d < x->dimensions; ++d) {
-      if (x->dim[d].extent <= 0) return true;
-    }
-    return false;
-  };
-  for (halide_buffer_t* x : {a, b}) {
-    if (empty(x)) continue;
-    if (!x->device || x->host_dirty()) {
-      if (int e = cuda->copy_to_device(nullptr, x, cuda); e != 0) {
-        return fail("copying an operand to the GPU failed (Halide error " + std::to_string(e) + ")");
-      }
-    }
-  }
-  if (empty(out)) return 0;
-  if (!out->device) {
-    if (int e = cuda->device_malloc(nullptr, out, cuda); e != 0) {
-      return fail("allocating the output on the GPU failed (Halide error " + std::to_string(e) + ")");
-    }
-  }
+  if (std::string e = to_device({a, b}, out); !e.empty()) return fail(e);
+  if (is_empty(out)) return 0;
   const int bytes = out->type.bytes();
   int type = 0, compute = 0;
   if (out->type.code == halide_type_float && out->type.bits == 32) {

@@ -11,6 +11,8 @@
 
 #include <string>
 
+#include "runtime/vendor_call.h"
+
 namespace kiln::vendor {
 
 // Whether cuBLASLt and a CUDA GPU are usable here (checked once); `why` says what is
@@ -23,10 +25,6 @@ enum MatmulFlags : int {
   kTransB = 2,     // b likewise: [..., N, K] read as [..., K, N]
   kAllowTf32 = 4,  // f32 products may round their inputs to TF32 (tensor cores)
 };
-
-// The last failure of a vendor call on this thread (its text), for the error kiln raises.
-std::string last_error();
-void clear_last_error();
 
 // The name the stage is defined with, and its address for Halide's JIT.
 constexpr const char* kMatmulExtern = "kiln_cublaslt_matmul";

@@ -1,47 +1,29 @@
-// cuBLASLt as a stage of kiln's pipelines (runtime/cublaslt.h, lower/vendor_matmul.h):
+// cuBLASLt as a stage of kiln's pipelines (runtime/cublaslt.h, lower/vendor_stages.h):
 // products checked against the f64 reference and against kiln's own CUDA kernels on the
 // GPU; the stage's bounds queries, the KILN_VENDOR modes and the errors everywhere.
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "core/log_capture.h"
-#include "core/scoped_env.h"
 #include "kiln.h"
 #include "lower/kernel.h"
 #include "lower/scheduler.h"
 #include "lower/target.h"
-#include "lower/vendor_matmul.h"
+#include "lower/vendor_stages.h"
 #include "runtime/cublaslt.h"
+#include "runtime/vendor_test_util.h"
 
 using namespace kiln;
 
 namespace {
 
+using kiln::testing::as_f64;
 using kiln::testing::logged;
+using kiln::testing::mentions;
+using kiln::testing::QueryBuffer;
 using kiln::testing::ScopedEnv;
-
-bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// A bounds-query buffer of `dims` dims (Halide's: no host, no device), each [0, 1).
-struct QueryBuffer {
-  std::vector<halide_dimension_t> dims;
-  halide_buffer_t b{};
-  explicit QueryBuffer(int rank, halide_type_t t = halide_type_t(halide_type_float, 32)) : dims(size_t(rank)) {
-    for (auto& d : dims) d = {0, 1, 1, 0};
-    b.dimensions = rank;
-    b.dim = dims.data();
-    b.type = t;
-  }
-  QueryBuffer& region(int d, int min, int extent) {
-    dims[size_t(d)].min = min;
-    dims[size_t(d)].extent = extent;
-    return *this;
-  }
-};
+using Case = kiln::testing::VendorCase;
 
 TEST(CublasLt, BoundsQueriesAskForTheRowsColumnsAndBatchesThatTheProductReads) {
   // out (N=9, M=7, batch 3) region: columns [2, 6), rows [1, 5), batches [0, 3).
@@ -186,40 +168,7 @@ bool gpu_with_cublaslt(std::string* why) {
   return true;
 }
 
-struct Case {
-  std::string name;
-  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> fn;
-  std::vector<Tensor> inputs;
-  double rtol, atol;
-};
-
-Tensor as_f64(const Tensor& t) { return cast(t.to_host(), DType::F64); }
-
-// The case compiled for the GPU with cuBLASLt, and with kiln's kernels, against the f64
-// reference on the same inputs.
-void check_on_gpu(const Case& c) {
-  SCOPED_TRACE(c.name);
-  const Graph g = trace(c.fn, c.inputs);
-  std::vector<Tensor> want = interpret(g, c.inputs, InterpretMode::Reference);
-  CompileOptions o;
-  o.target = "host-cuda";
-  std::vector<Tensor> gpu_inputs;
-  for (const Tensor& t : c.inputs) gpu_inputs.push_back(t.to(Device::cuda()));
-  for (const char* mode : {"on", "off"}) {
-    SCOPED_TRACE(mode);
-    ScopedEnv env("KILN_VENDOR", std::string(mode));
-    const std::string log = logged("schedule", [&] {
-      std::vector<Tensor> got = compile(c.fn, o)(gpu_inputs);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_TRUE(got[i].device().is_cuda());
-        EXPECT_TRUE(allclose(as_f64(got[i]), as_f64(want[i]), c.rtol, c.atol))
-            << "output " << i << ": max abs diff " << max_abs_diff(as_f64(got[i]), as_f64(want[i]));
-      }
-    });
-    EXPECT_EQ(mentions(log, "cuBLASLt (KILN_VENDOR=on)"), std::string(mode) == "on") << log;
-  }
-}
+void check_on_gpu(const Case& c) { kiln::testing::check_vendor_case_on_gpu(c, "cuBLASLt"); }
 
 TEST(CublasLtGpu, ProductsOfEveryShapeAndTypeMatchTheReference) {
   std::string why;

@@ -1,13 +1,15 @@
-// Where a graph's matmul runs as a cuBLASLt stage (runtime/cublaslt.h) on a CUDA target,
-// and that stage as a Halide Func. The choice is the Kiln autoscheduler's
-// (autoschedule::choose_gpu_matmul prices the vendor GEMM against kiln's best register
-// tiling); KILN_VENDOR overrides it: "off" never, "on" wherever the product can go (a
-// kiln::Error where cuBLASLt is missing), "auto" (the default) as priced.
+// Where a graph's matmul runs as a cuBLASLt stage (runtime/cublaslt.h) and its conv2d as a
+// cuDNN stage (runtime/cudnn.h) on a CUDA target, and that stage as a Halide Func. The
+// choice is the Kiln autoscheduler's (autoschedule::choose_gpu_matmul prices the vendor
+// kernel against kiln's best register tiling; a convolution as the implicit GEMM it is);
+// KILN_VENDOR overrides it: "off" never, "on" wherever the op can go (a kiln::Error where
+// the library is missing), "auto" (the default) as priced.
 //
 // A product can go where its type is f32, f64, f16 or bf16 for both operands, and each
 // operand's batch dims equal the output's or are 1 (broadcast). An operand that is a
 // transpose of the last two dims of another value is read in that value's storage
-// (cuBLASLt's transpose), not copied.
+// (cuBLASLt's transpose), not copied. A convolution can go where its input, weight and
+// output share one of those types.
 #pragma once
 
 #include <Halide.h>
@@ -43,9 +45,15 @@ void set_vendor_codegen_without_gpu(bool on);
 std::optional<Halide::Func> vendor_matmul(const Graph& graph, const Node& n, const VendorOperandSources& sources,
                                           const Halide::Target& target, std::vector<Halide::Func>* stored);
 
-// Whether matmuls with f32 operands may use TF32 tensor cores (their inputs rounded to 10
-// bits of mantissa), as torch.backends.cuda.matmul.allow_tf32: off unless set, or unless
-// KILN_ALLOW_TF32=1. Applies to graphs compiled after the call.
+// The cuDNN stage for conv2d node `n`, or nothing where kiln's own kernel computes it;
+// as vendor_matmul.
+std::optional<Halide::Func> vendor_conv2d(const Graph& graph, const Node& n, const VendorOperandSources& sources,
+                                          const Halide::Target& target, std::vector<Halide::Func>* stored);
+
+// Whether matmuls and convolutions with f32 operands may use TF32 tensor cores (their
+// inputs rounded to 10 bits of mantissa), as torch.backends.cuda.matmul.allow_tf32 and
+// torch.backends.cudnn.allow_tf32: off unless set, or unless KILN_ALLOW_TF32=1. Applies
+// to graphs compiled after the call.
 void set_matmul_allow_tf32(bool allow);
 bool matmul_allow_tf32();
 
