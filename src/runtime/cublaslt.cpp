@@ -1,7 +1,5 @@
 #include "runtime/cublaslt.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -45,27 +43,12 @@ struct Library {
   std::string missing;        // why it is not usable, or ""
 };
 
-template <class F>
-bool load(void* lib, const char* name, F* fn) {
-  *fn = reinterpret_cast<F>(dlsym(lib, name));
-  return *fn != nullptr;
-}
-
 const Library& library() {
   static const Library l = [] {
     Library l;
+    if (!(l.missing = missing_gpu()).empty()) return l;
     const cuda::Driver* d = cuda::driver();
-    if (!d) {
-      l.missing = "no CUDA driver (libcuda.so.1) or GPU is usable on this machine";
-      return l;
-    }
-    std::vector<std::string> names;
-    if (const char* path = std::getenv("KILN_CUBLASLT")) names.push_back(path);
-    for (const char* n : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}) names.push_back(n);
-    void* lib = nullptr;
-    for (const std::string& n : names) {
-      if ((lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-    }
+    void* lib = open_library("KILN_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"});
     if (!lib) {
       l.missing = "cuBLASLt (libcublasLt.so.13 or .12) was not found: install the CUDA toolkit's cuBLAS, or "
                   "pip's nvidia-cublas, and put its lib folder on LD_LIBRARY_PATH (or set KILN_CUBLASLT to the "
@@ -74,17 +57,17 @@ const Library& library() {
     }
     Api& a = l.api;
     const bool all =
-        load(lib, "cublasLtCreate", &a.create) && load(lib, "cublasLtMatmulDescCreate", &a.desc_create) &&
-        load(lib, "cublasLtMatmulDescDestroy", &a.desc_destroy) &&
-        load(lib, "cublasLtMatmulDescSetAttribute", &a.desc_set) &&
-        load(lib, "cublasLtMatrixLayoutCreate", &a.layout_create) &&
-        load(lib, "cublasLtMatrixLayoutDestroy", &a.layout_destroy) &&
-        load(lib, "cublasLtMatrixLayoutSetAttribute", &a.layout_set) &&
-        load(lib, "cublasLtMatmulPreferenceCreate", &a.pref_create) &&
-        load(lib, "cublasLtMatmulPreferenceDestroy", &a.pref_destroy) &&
-        load(lib, "cublasLtMatmulPreferenceSetAttribute", &a.pref_set) &&
-        load(lib, "cublasLtMatmulAlgoGetHeuristic", &a.heuristic) && load(lib, "cublasLtMatmul", &a.matmul) &&
-        load(lib, "cublasLtGetStatusString", &a.status_string);
+        load_symbol(lib, "cublasLtCreate", &a.create) && load_symbol(lib, "cublasLtMatmulDescCreate", &a.desc_create) &&
+        load_symbol(lib, "cublasLtMatmulDescDestroy", &a.desc_destroy) &&
+        load_symbol(lib, "cublasLtMatmulDescSetAttribute", &a.desc_set) &&
+        load_symbol(lib, "cublasLtMatrixLayoutCreate", &a.layout_create) &&
+        load_symbol(lib, "cublasLtMatrixLayoutDestroy", &a.layout_destroy) &&
+        load_symbol(lib, "cublasLtMatrixLayoutSetAttribute", &a.layout_set) &&
+        load_symbol(lib, "cublasLtMatmulPreferenceCreate", &a.pref_create) &&
+        load_symbol(lib, "cublasLtMatmulPreferenceDestroy", &a.pref_destroy) &&
+        load_symbol(lib, "cublasLtMatmulPreferenceSetAttribute", &a.pref_set) &&
+        load_symbol(lib, "cublasLtMatmulAlgoGetHeuristic", &a.heuristic) && load_symbol(lib, "cublasLtMatmul", &a.matmul) &&
+        load_symbol(lib, "cublasLtGetStatusString", &a.status_string);
     if (!all) {
       l.missing = "the cuBLASLt library found lacks cublasLtMatmul & co. (too old: kiln needs CUDA 12 or newer)";
       return l;

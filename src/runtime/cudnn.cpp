@@ -1,7 +1,5 @@
 #include "runtime/cudnn.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -52,26 +50,11 @@ struct Library {
   std::string missing;     // why it is not usable, or ""
 };
 
-template <class F>
-bool load(void* lib, const char* name, F* fn) {
-  *fn = reinterpret_cast<F>(dlsym(lib, name));
-  return *fn != nullptr;
-}
-
 const Library& library() {
   static const Library l = [] {
     Library l;
-    if (!cuda::driver()) {
-      l.missing = "no CUDA driver (libcuda.so.1) or GPU is usable on this machine";
-      return l;
-    }
-    std::vector<std::string> names;
-    if (const char* path = std::getenv("KILN_CUDNN")) names.push_back(path);
-    for (const char* n : {"libcudnn.so.9", "libcudnn.so"}) names.push_back(n);
-    void* lib = nullptr;
-    for (const std::string& n : names) {
-      if ((lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-    }
+    if (!(l.missing = missing_gpu()).empty()) return l;
+    void* lib = open_library("KILN_CUDNN", {"libcudnn.so.9", "libcudnn.so"});
     if (!lib) {
       l.missing = "cuDNN 9 (libcudnn.so.9) was not found: install cuDNN 9 (the CUDA toolkit's, or pip's "
                   "nvidia-cudnn-cu12/cu13) and put its lib folder on LD_LIBRARY_PATH (or set KILN_CUDNN to the "
@@ -80,22 +63,22 @@ const Library& library() {
     }
     Api& a = l.api;
     const bool all =
-        load(lib, "cudnnGetVersion", &a.get_version) && load(lib, "cudnnGetErrorString", &a.error_string) &&
-        load(lib, "cudnnCreate", &a.create) && load(lib, "cudnnSetStream", &a.set_stream) &&
-        load(lib, "cudnnCreateTensorDescriptor", &a.tensor_create) &&
-        load(lib, "cudnnSetTensorNdDescriptor", &a.tensor_set) &&
-        load(lib, "cudnnDestroyTensorDescriptor", &a.tensor_destroy) &&
-        load(lib, "cudnnCreateFilterDescriptor", &a.filter_create) &&
-        load(lib, "cudnnSetFilterNdDescriptor", &a.filter_set) &&
-        load(lib, "cudnnDestroyFilterDescriptor", &a.filter_destroy) &&
-        load(lib, "cudnnCreateConvolutionDescriptor", &a.conv_create) &&
-        load(lib, "cudnnSetConvolutionNdDescriptor", &a.conv_set) &&
-        load(lib, "cudnnSetConvolutionGroupCount", &a.conv_set_groups) &&
-        load(lib, "cudnnSetConvolutionMathType", &a.conv_set_math) &&
-        load(lib, "cudnnDestroyConvolutionDescriptor", &a.conv_destroy) &&
-        load(lib, "cudnnGetConvolutionForwardAlgorithm_v7", &a.fwd_algorithms) &&
-        load(lib, "cudnnFindConvolutionForwardAlgorithmEx", &a.find_fwd_algorithm) &&
-        load(lib, "cudnnConvolutionForward", &a.forward) && load(lib, "cudnnTransformTensor", &a.transform);
+        load_symbol(lib, "cudnnGetVersion", &a.get_version) && load_symbol(lib, "cudnnGetErrorString", &a.error_string) &&
+        load_symbol(lib, "cudnnCreate", &a.create) && load_symbol(lib, "cudnnSetStream", &a.set_stream) &&
+        load_symbol(lib, "cudnnCreateTensorDescriptor", &a.tensor_create) &&
+        load_symbol(lib, "cudnnSetTensorNdDescriptor", &a.tensor_set) &&
+        load_symbol(lib, "cudnnDestroyTensorDescriptor", &a.tensor_destroy) &&
+        load_symbol(lib, "cudnnCreateFilterDescriptor", &a.filter_create) &&
+        load_symbol(lib, "cudnnSetFilterNdDescriptor", &a.filter_set) &&
+        load_symbol(lib, "cudnnDestroyFilterDescriptor", &a.filter_destroy) &&
+        load_symbol(lib, "cudnnCreateConvolutionDescriptor", &a.conv_create) &&
+        load_symbol(lib, "cudnnSetConvolutionNdDescriptor", &a.conv_set) &&
+        load_symbol(lib, "cudnnSetConvolutionGroupCount", &a.conv_set_groups) &&
+        load_symbol(lib, "cudnnSetConvolutionMathType", &a.conv_set_math) &&
+        load_symbol(lib, "cudnnDestroyConvolutionDescriptor", &a.conv_destroy) &&
+        load_symbol(lib, "cudnnGetConvolutionForwardAlgorithm_v7", &a.fwd_algorithms) &&
+        load_symbol(lib, "cudnnFindConvolutionForwardAlgorithmEx", &a.find_fwd_algorithm) &&
+        load_symbol(lib, "cudnnConvolutionForward", &a.forward) && load_symbol(lib, "cudnnTransformTensor", &a.transform);
     if (!all) {
       l.missing = "the cuDNN library found lacks cudnnConvolutionForward & co. (kiln needs cuDNN 9)";
       return l;

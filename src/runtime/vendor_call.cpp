@@ -1,7 +1,11 @@
 #include "runtime/vendor_call.h"
 
+#include <dlfcn.h>
+
+#include <cstdlib>
 #include <exception>
 
+#include "core/cuda_context.h"
 #include "core/device.h"
 
 namespace kiln::vendor {
@@ -16,6 +20,22 @@ void clear_last_error() { t_last_error.clear(); }
 int fail(const char* library, const std::string& what) {
   t_last_error = std::string(library) + ": " + what;
   return -1;
+}
+
+void* open_library(const char* env_var, const std::vector<const char*>& names) {
+  std::vector<std::string> tries;
+  if (const char* path = std::getenv(env_var)) tries.push_back(path);
+  for (const char* n : names) tries.push_back(n);
+  for (const std::string& n : tries) {
+    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
+  }
+  return nullptr;
+}
+
+void* library_symbol(void* lib, const char* name) { return dlsym(lib, name); }
+
+std::string missing_gpu() {
+  return cuda::driver() ? "" : "no CUDA driver (libcuda.so.1) or GPU is usable on this machine";
 }
 
 bool is_query(const halide_buffer_t* b) { return b->host == nullptr && b->device == 0; }

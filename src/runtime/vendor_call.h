@@ -17,6 +17,18 @@ void clear_last_error();
 // Records "<library>: <what>" as the last error and returns -1 (the stage's failure code).
 int fail(const char* library, const std::string& what);
 
+// Loading a vendor library at run time: the first of $env_var (a path) and `names` that
+// dlopen opens, or null; then its entry points (false where one is missing).
+void* open_library(const char* env_var, const std::vector<const char*>& names);
+void* library_symbol(void* lib, const char* name);
+template <class F>
+bool load_symbol(void* lib, const char* name, F* fn) {
+  *fn = reinterpret_cast<F>(library_symbol(lib, name));
+  return *fn != nullptr;
+}
+// Why a vendor library cannot run here when no CUDA driver or GPU is: "" where one is.
+std::string missing_gpu();
+
 // Halide's bounds query: neither host nor device memory.
 bool is_query(const halide_buffer_t* b);
 // A buffer with a dim of extent <= 0.
