@@ -437,6 +437,22 @@ TEST(Eager, KernelsAreCachedPerSignatureNotPerSize) {
   EXPECT_EQ(eager_kernels_compiled(), before + 1);
 }
 
+TEST(Eager, AKernelPlannedForLargerSizesServesSmallerOnes) {
+  // A shape-generic kernel is planned for its first call's sizes. A sum over dim 0
+  // planned for [2, 33, 65] (register tiles of 8 x 8, edges shifted inwards) read its
+  // input at -2 when called with [2, 9, 6] (kiln_fuzz seed 70000, program 970).
+  for (DType t : {DType::F64, DType::F32}) {
+    for (const Shape& shape : {Shape{2, 33, 65}, Shape{2, 9, 6}, Shape{2, 7, 3}, Shape{3, 2, 2}}) {
+      const Tensor x = rand(shape, 11, -1, 1, t);
+      const Tensor want = get_op("sum").reference({x}, {{"axes", std::vector<int64_t>{0}}, {"keepdim", true}},
+                                                  TensorMeta{t, Shape{1, shape[1].size, shape[2].size}});
+      Tensor got;
+      ASSERT_NO_THROW(got = sum(x, {0}, true)) << dtype_name(t) << shape.str();
+      EXPECT_TRUE(allclose(got, want, 1e-5, 1e-6)) << dtype_name(t) << shape.str();
+    }
+  }
+}
+
 TEST(Eager, SizesThatKeepComingGetAKernelOfTheirOwn) {
   Tensor x = randn({128, 130}, 7), y = randn({5, 33}, 8);  // x: kEagerExactMinElements or more
   const Tensor first = log_softmax(x, -1);  // the shape-generic kernel
