@@ -214,7 +214,7 @@ Func scatter_add_algorithm(const std::vector<Func>& in, const OpCall& c) {
   to = from;
   Expr index = c.attrs.get_bool("full") ? in[1](from) : in[1](s[h]);
   to[size_t(h)] = checked_index("scatter_add", index, c.extent(c.output.shape[axis]), "axis " + std::to_string(axis));
-  acc(to) += Halide::cast(at, in[0](from));
+  acc(to) = algo::accumulate(acc(to), Halide::cast(at, in[0](from)));
   std::vector<int64_t> extents;
   for (int d = r - 1; d >= 0; --d) extents.push_back(c.output.shape[d].is_static() ? c.output.shape[d].size : 0);
   // A scatter: its update must not run in parallel (two source elements may share a target).

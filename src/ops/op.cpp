@@ -1,6 +1,8 @@
 #include "ops/op.h"
 
+#include <cmath>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -238,6 +240,40 @@ Halide::Expr require(const Halide::Expr& condition, const Halide::Expr& value,
 
 Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y) {
   return x.type().is_float() ? Halide::select(algo::is_nan(x), Halide::cast(y.type(), x), y) : y;
+}
+
+namespace {
+// Whether e, or a pure Func it calls (up to `levels` deep), holds a NaN constant: LLVM folds
+// any arithmetic with a NaN operand to NaN. (An inf folds only with constants around it, and
+// a masked softmax's where(mask, x, -inf) must keep its vector sums.)
+bool reaches_nan_constant(const Halide::Expr& e, int levels) {
+  using namespace Halide::Internal;
+  struct Finder : IRGraphVisitor {
+    int levels;
+    bool found = false;
+    std::set<std::string> seen;
+    using IRGraphVisitor::visit;
+    void visit(const FloatImm* f) override { found = found || std::isnan(f->value); }
+    void visit(const Call* c) override {
+      IRGraphVisitor::visit(c);
+      if (found || levels == 0 || c->call_type != Call::Halide || !c->func.defined()) return;
+      Function f(c->func);
+      if (!f.is_pure() || !seen.insert(f.name()).second) return;
+      --levels;
+      for (const Halide::Expr& v : f.values()) v.accept(this);
+      ++levels;
+    }
+  } finder;
+  finder.levels = levels;
+  e.accept(&finder);
+  return finder.found;
+}
+}  // namespace
+
+Halide::Expr accumulate(const Halide::Expr& acc, const Halide::Expr& x, bool product) {
+  Halide::Expr y = product ? acc * x : acc + x;
+  constexpr int kLevels = 8;
+  return x.type().is_float() && reaches_nan_constant(x, kLevels) ? Halide::strict_float(y) : y;
 }
 
 }  // namespace algo

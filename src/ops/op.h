@@ -176,6 +176,12 @@ Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y);
 // kiln::Error whose text is `message` (strings and Exprs, printed with spaces between).
 Halide::Expr require(const Halide::Expr& condition, const Halide::Expr& value,
                      const std::vector<Halide::Expr>& message);
+// A reduction's update, acc + x (acc * x with `product`). Halide compiles non-strict float
+// arithmetic with LLVM's no-NaN/no-inf flags; where x folds to a NaN constant (the x * NaN
+// of sum(x * NaN), seen through the pure Funcs inlined into it), LLVM took the flags at
+// their word and the sum came out 0. Such an update is strict: it gives up
+// rfactor's vector partial sums (schedules fall back to a serial loop), only there.
+Halide::Expr accumulate(const Halide::Expr& acc, const Halide::Expr& x, bool product = false);
 // Marks the start of a require() message inside Halide's error text.
 inline constexpr const char* kRequireMarker = "[kiln]";
 }  // namespace algo

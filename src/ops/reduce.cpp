@@ -179,10 +179,10 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
     acc(kept) = is_max ? Halide::max(acc(kept), x) : Halide::min(acc(kept), x);
   } else if (r == Reducer::Prod) {
     acc(kept) = Halide::cast(at, 1);
-    acc(kept) *= x;
+    acc(kept) = algo::accumulate(acc(kept), x, /*product=*/true);
   } else {
     acc(kept) = Halide::cast(at, 0);
-    acc(kept) += x;
+    acc(kept) = algo::accumulate(acc(kept), x);
   }
   c.stages->push_back({acc, /*pure_innermost=*/innermost_kept, /*serial=*/false, kept_extents});
   Expr result = extremum && at.is_float() ? from_ordered_key(acc(out_kept), at, is_max) : acc(out_kept);
@@ -320,7 +320,7 @@ OpDef softmax_op(const std::string& name, bool log_form) {
     // makes exp NaN and so the whole row NaN through the sum.
     e(v) = math::exp(Halide::strict_float(x(v) - m(at0)));  // a 1-long row: x - max(x) is not 0 at NaN
     s(v) = Halide::cast(ct, 0);
-    s(v) += e(with_dim(v, ax.hdim, r));
+    s(v) = algo::accumulate(s(v), e(with_dim(v, ax.hdim, r)));
     c.stages->push_back({m});
     c.stages->push_back({s});
     Func out(name);
@@ -394,12 +394,12 @@ OpDef normalize_op(const std::string& name, bool center) {
     for (const auto& o : outer) idx.push_back(o);
     Func sum1(name + "_sum"), sum2(name + "_sumsq");
     sum1(outer) = Halide::cast(ct, 0);
-    sum1(outer) += x(idx);
+    sum1(outer) = algo::accumulate(sum1(outer), x(idx));
     sum2(outer) = Halide::cast(ct, 0);
     // Strict: with one normalized element Halide would fold x - x/1 to 0, where an
     // infinite x must give NaN.
     Expr xc = center ? Halide::strict_float(x(idx) - math::divide(sum1(outer), count)) : x(idx);
-    sum2(outer) += xc * xc;  // two passes: no cancellation in the variance
+    sum2(outer) = algo::accumulate(sum2(outer), xc * xc);  // two passes: no cancellation in the variance
     c.stages->push_back({sum1});
     c.stages->push_back({sum2});
     Func out(name);

@@ -101,6 +101,26 @@ TEST(Reductions, MaxPropagatesNaN) {
   EXPECT_EQ(m[1], 5.0);
 }
 
+TEST(Reductions, ASumOfAProductWithTheConstantNaNIsNaNCompiled) {
+  // kiln_fuzz: compiled sum(x * NaN) was 0 (LLVM folded x * NaN to NaN, then took the
+  // fast-math add's no-NaN promise), and so were softmax, var and index_add of it.
+  Tensor x = ones({4, 3});
+  const std::vector<std::function<Tensor(const Tensor&)>> fns = {
+      [](const Tensor& t) { return sum(t * std::nan("")); },
+      [](const Tensor& t) { return sum(t * std::nan(""), {0}); },
+      [](const Tensor& t) { return prod(t * std::nan(""), {1}); },
+      [](const Tensor& t) { return softmax(t * std::nan(""), 1); },
+      [](const Tensor& t) { return var(t * std::nan(""), {0}); },
+      [](const Tensor& t) {
+        return index_add(zeros({3, 3}), 0, from_vector(std::vector<int64_t>{2, 0, 2, 1}, {4}), t * std::nan(""));
+      }};
+  for (size_t i = 0; i < fns.size(); ++i) {
+    for (const Tensor& y : {fns[i](x), compile(fns[i])(x)}) {
+      for (double v : y.to_doubles()) EXPECT_TRUE(std::isnan(v)) << "case " << i << ": " << y.str();
+    }
+  }
+}
+
 TEST(Reductions, AnInfiniteMeanStaysInfiniteInTheOpsThatReadIt) {
   // kiln_fuzz: compiled log(mean) of [-1, inf] was 88.72 (log of the largest float).
   Tensor x = from_vector(std::vector<double>{0.0, -3.0, -1.0, INFINITY}, Shape({2, 2}));
