@@ -82,6 +82,36 @@ Expr erf_any(Expr x) {
   return Halide::cast(x.type(), Halide::erf(Halide::clamp(Halide::cast<float>(x), -10.0f, 10.0f)));
 }
 
+// gelu(x) = x Phi(x), Phi the standard normal CDF (1 + erf(x / sqrt 2)) / 2, where 1 + erf
+// does not cancel: in the lower tail it loses every digit (f32 gelu(-8) was -0, not
+// -5.0e-15). There Phi(x) = exp(-x^2 / 2) s P(s) with s = 1 / (1 - x / 2) and P a
+// degree-10 least-squares fit of the relative error over x <= -1 (1.3e-8), evaluated in
+// f64 with x^2 / 2 split in two floats for an exact exponent, times x before rounding (Phi
+// alone is subnormal from x = -13); f64 takes erfc's continued fraction below -2 sqrt 2.
+// x times a factor in [0, 1]: (x * (1 + erf)) * 0.5 would overflow near the largest float.
+Expr gelu_exact(const Expr& x) {
+  const Halide::Type t = x.type(), d = Halide::Float(64, t.lanes());
+  const Expr half = algo::constant(t, 0.5);
+  const Expr body = x * (half + half * erf_any(x * algo::constant(t, 0.7071067811865476)));
+  if (t.bits() == 64) {
+    // z unclamped: Halide's simplifier took minutes over bounds of the fraction's levels.
+    const Expr z = x * algo::constant(t, -0.7071067811865476);
+    return Halide::select(x < algo::constant(t, -2.8284271247461903), x * half * math::erfc_tail_f64(z), body);
+  }
+  static constexpr double kP[] = {0.19947113902736377,  0.199471594787717,    0.14957422959697655, 0.05058959893663508,
+                                  -0.07140444654473468, -0.046899289259054476, -0.3180108932645455, 0.8733573512583266,
+                                  -0.8464204676413049,  0.3653713065341923,   -0.054559216021597606};
+  const Expr xd = Halide::cast(d, Halide::max(x, algo::constant(t, -20)));  // gelu(-20) is -0 in f32
+  const Expr s = algo::constant(d, 1) / (algo::constant(d, 1) - algo::constant(d, 0.5) * xd);
+  Expr p = algo::constant(d, kP[10]);
+  for (int k = 9; k >= 0; --k) p = p * s + algo::constant(d, kP[k]);
+  const Expr q = xd * xd * algo::constant(d, 0.5);  // exact: a float's square has 48 bits
+  const Expr hi = Halide::cast(t, q), lo = Halide::cast(t, q - Halide::cast(d, hi));
+  const Expr e = math::exp(-hi) * (algo::constant(t, 1) - lo);
+  const Expr tail = Halide::cast(t, xd * Halide::cast(d, e) * s * p);
+  return Halide::select(x < algo::constant(t, -1), tail, body);
+}
+
 // The dtype two operands compute in: PyTorch's result type, 0-d tensors as scalars.
 DType operand_type(const TensorMeta& a, const TensorMeta& b) {
   return result_type(a.dtype, a.shape.rank() == 0, b.dtype, b.shape.rank() == 0);
@@ -228,23 +258,19 @@ const UnarySpec kUnary[] = {
     {"gelu", UnaryTypes::FloatResult,
      [](Expr x, const Attrs& a) {
        Halide::Type t = x.type();
-       Expr half = algo::constant(t, 0.5);
        if (a.get_string("approximate") == "tanh") {
          // 0.5 * (1 + tanh(z)) is sigmoid(2z): no cancellation for large negative x (1 + tanh
          // loses every digit in f32 by x = -5), vector exp instead of libm's tanh per lane.
          Expr inner = algo::constant(t, 0.7978845608028654) * (x + algo::constant(t, 0.044715) * x * x * x);
          return x * math::sigmoid(algo::constant(t, 2) * inner);
        }
-       // x times a factor in [0, 1]: 0.5 * x * (1 + e) regrouped as (x * (1 + e)) * 0.5
-       // overflows for x near the type's largest value.
-       Expr e = erf_any(x * algo::constant(t, 0.7071067811865476));
-       return x * (half + half * e);
+       return gelu_exact(x);
      },
      [](double x, const Attrs& a) {
        if (a.get_string("approximate") == "tanh") {  // 0.5 * x * (1 + tanh(z)), exact in the tail
          return x / (1.0 + std::exp(-2 * 0.7978845608028654 * (x + 0.044715 * x * x * x)));
        }
-       return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
+       return 0.5 * x * std::erfc(x * -0.7071067811865476);  // 1 + erf cancels in the lower tail
      }},
     {"leaky_relu", UnaryTypes::FloatResult,
      [](Expr x, const Attrs& a) {

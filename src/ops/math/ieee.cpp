@@ -117,13 +117,17 @@ Expr erf_f64(const Expr& x) {
     term = term * (-ax * ax) / constant(t, n + 1);
   }
   series = series * constant(t, two_over_sqrt_pi);
-  // erfc(z) = exp(-z^2) / sqrt(pi) / (z + (1/2) / (z + 1 / (z + (3/2) / (z + ...)))), 60 levels.
-  const Expr z = Halide::max(ax, constant(t, 2.0));
-  Expr cf = z;
-  for (int k = 60; k >= 1; --k) cf = z + constant(t, k / 2.0) / cf;
-  const Expr tail = constant(t, 1.0) - Halide::exp(-z * z) * constant(t, two_over_sqrt_pi / 2.0) / cf;
+  const Expr tail = constant(t, 1.0) - erfc_tail_f64(Halide::max(ax, constant(t, 2.0)));
   const Expr magnitude = Halide::strict_float(Halide::select(ax < constant(t, 2.0), series, tail));
   return Halide::cast(x.type(), flip_sign(sign_bit(x), magnitude));
+}
+
+Expr erfc_tail_f64(const Expr& z) {
+  const Halide::Type t = z.type();
+  // erfc(z) = exp(-z^2) / sqrt(pi) / (z + (1/2) / (z + 1 / (z + (3/2) / (z + ...)))).
+  Expr cf = z;
+  for (int k = 60; k >= 1; --k) cf = z + constant(t, k / 2.0) / cf;
+  return Halide::exp(-z * z) * constant(t, 0.5641895835477563) / cf;
 }
 
 Expr sigmoid(const Expr& x) {

@@ -29,6 +29,9 @@ Halide::Expr divide(const Halide::Expr& a, const Halide::Expr& b);
 // erf in f64 to about 1e-15 relative: its Taylor series below |x| = 2, 1 - erfc from
 // Laplace's continued fraction up to 6, +-1 beyond (Halide's erf is f32-only).
 Halide::Expr erf_f64(const Halide::Expr& x);
+// erfc(z) for f64 z >= 2, without erf's cancellation: exp(-z^2) / sqrt(pi) over Laplace's
+// continued fraction (60 levels: 1e-16 relative at z = 2).
+Halide::Expr erfc_tail_f64(const Halide::Expr& z);
 // 1 / (1 + exp(-x)): 0 at -inf, 1 at +inf.
 Halide::Expr sigmoid(const Halide::Expr& x);
 
