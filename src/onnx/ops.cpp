@@ -364,10 +364,37 @@ Outs dropout_op(const NodeContext& c) {
   return {x, full(x.shape(), 1.0, DType::Bool)};
 }
 
+// Pad's reflect, edge and wrap modes: each padded axis is an index_select of positions
+// computed from the static size (a negative pad crops).
+Tensor pad_by_index(const NodeContext& c, Tensor x, const std::vector<int64_t>& axes, const std::vector<int64_t>& pads,
+                    const std::string& mode) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t n = dim(x, int(axes[i])), begin = pads[i], end = pads[i + axes.size()];
+    if (begin == 0 && end == 0) continue;
+    if (n == 0) c.invalid("mode '" + mode + "' cannot pad an empty axis");
+    if (mode == "reflect" && (begin >= n || end >= n) && n > 1) {
+      c.invalid("reflect pads of " + std::to_string(begin) + " and " + std::to_string(end) +
+                " need an axis longer than both, not " + std::to_string(n));
+    }
+    std::vector<int64_t> index;
+    for (int64_t k = -begin; k < n + end; ++k) {
+      int64_t j = k;
+      if (mode == "edge") j = std::clamp<int64_t>(k, 0, n - 1);
+      else if (mode == "wrap") j = ((k % n) + n) % n;
+      else j = n == 1 ? 0 : k < 0 ? -k : k >= n ? 2 * (n - 1) - k : k;
+      index.push_back(j);
+    }
+    x = index_select(x, axes[i], i64(index, {int64_t(index.size())}));
+  }
+  return x;
+}
+
 Outs pad_op(const NodeContext& c) {
   const Tensor& x = c.in(0);
   const std::string mode = c.attrs.s("mode", "constant");
-  if (mode != "constant") c.unsupported("mode '" + mode + "' is not supported; kiln pads with a constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+    c.invalid("mode '" + mode + "' is not one of constant, reflect, edge, wrap");
+  }
   const int r = rank_of(x);
   std::vector<int64_t> pads = c.opset >= 11 ? c.ints(1) : c.attrs.ints(c.opset >= 2 ? "pads" : "paddings");
   double value = c.opset >= 11 ? (c.has(2) ? c.doubles(2).at(0) : 0.0) : double(c.attrs.f("value", 0));
@@ -378,6 +405,7 @@ Outs pad_op(const NodeContext& c) {
     for (int64_t& a : axes) a = axis_in(c, a, r);
   }
   if (pads.size() != 2 * axes.size()) c.invalid("pads needs a begin and an end per axis");
+  if (mode != "constant") return {pad_by_index(c, x, axes, pads, mode)};
   // ONNX: all begins, then all ends; kiln (PyTorch): {begin, end} from the last dim.
   std::vector<int64_t> full_pads(static_cast<size_t>(2 * r), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -960,6 +988,303 @@ Outs space_to_depth_op(const NodeContext& c) {
   return {reshape(y, {n, ch * b * b, h / b, w / b})};
 }
 
+// ---- indexing by tuples ----------------------------------------------------------------
+
+// The element offsets that the last dim of `indices` names in the first k dims of `data`
+// after `batch_dims` leading batch dims, as one i64 index into data reshaped to
+// [batch * prod(data[b : b + k]), rest...]; negative indices count from the end.
+struct NdIndex {
+  Tensor flat_index;                // i64 [n]
+  std::vector<int64_t> index_dims;  // indices.shape[:-1]
+  std::vector<int64_t> rest;        // data.shape[b + k:]
+  int64_t rows = 1;                 // batch * prod(data[b : b + k])
+};
+NdIndex nd_index(const NodeContext& c, const Tensor& data, const Tensor& indices, int64_t b) {
+  const std::vector<int64_t> ds = sizes(data), is = sizes(indices);
+  if (is.empty()) c.invalid("indices must have rank >= 1");
+  const int64_t k = is.back();
+  if (b < 0 || b >= int64_t(is.size()) || b + k > int64_t(ds.size())) {
+    c.invalid("indices' last dim (" + std::to_string(k) + ") and batch_dims (" + std::to_string(b) +
+              ") do not fit data of rank " + std::to_string(ds.size()));
+  }
+  for (int64_t d = 0; d < b; ++d) {
+    if (ds[size_t(d)] != is[size_t(d)]) c.invalid("data and indices differ in batch dim " + std::to_string(d));
+  }
+  NdIndex r;
+  r.index_dims.assign(is.begin(), is.end() - 1);
+  r.rest.assign(ds.begin() + b + k, ds.end());
+  int64_t batch = 1, block = 1;
+  for (int64_t d = 0; d < b; ++d) batch *= ds[size_t(d)];
+  for (int64_t d = b; d < b + k; ++d) block *= ds[size_t(d)];
+  r.rows = batch * block;
+  // [batch, m, k]: m tuples per batch entry.
+  int64_t m = 1;
+  for (size_t d = size_t(b); d + 1 < is.size(); ++d) m *= is[d];
+  const Tensor idx = reshape(cast(indices, DType::I64), {batch, m, k});
+  Tensor offset = scalar(0.0, DType::I64);
+  int64_t stride = block;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t n = ds[size_t(b + j)];
+    stride /= n;
+    const Tensor col = wrap_indices(slice(idx, 2, j, j + 1), n);
+    offset = offset + col * double(stride);
+  }
+  offset = offset + reshape(arange(0, double(batch), 1, DType::I64), {batch, 1, 1}) * double(block);
+  r.flat_index = reshape(offset, {-1});
+  return r;
+}
+std::vector<int64_t> concat_dims(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+Tensor rows_of(const Tensor& data, const NdIndex& r) { return reshape(data, concat_dims({r.rows}, r.rest)); }
+
+Outs gather_nd_op(const NodeContext& c) {
+  const Tensor& data = c.in(0);
+  const NdIndex r = nd_index(c, data, c.in(1), c.attrs.i("batch_dims", 0));
+  return {reshape(index_select(rows_of(data, r), 0, r.flat_index), concat_dims(r.index_dims, r.rest))};
+}
+
+// ScatterND and ScatterElements: the rows (or elements) of `data` that an index names take
+// the updates (`added`, their sums; `hits`, how many landed), combined by `reduction`.
+// ONNX leaves repeated targets undefined under "none"; here their updates add up.
+Tensor scatter_combine(const NodeContext& c, const Tensor& data, const Tensor& added, const Tensor& hits) {
+  const std::string reduction = c.attrs.s("reduction", "none");
+  const Tensor touched = gt(hits, 0.0);
+  if (reduction == "none") return where(touched, added, data);
+  if (reduction == "add") return data + added;
+  c.unsupported("reduction '" + reduction + "' is not supported; kiln scatters with none and add");
+}
+
+Outs scatter_nd_op(const NodeContext& c) {
+  const Tensor& data = c.in(0);
+  const Tensor& updates = c.in(2);
+  const NdIndex r = nd_index(c, data, c.in(1), 0);
+  const Tensor rows = rows_of(data, r);
+  const Tensor src = reshape(updates, concat_dims({-1}, r.rest));
+  const Tensor added = index_add(zeros(rows.shape(), data.dtype()), 0, r.flat_index, src);
+  const Tensor hits = index_add(zeros(rows.shape(), DType::F32), 0, r.flat_index, ones(src.shape(), DType::F32));
+  return {reshape(scatter_combine(c, rows, added, hits), sizes(data))};
+}
+
+Outs scatter_elements_op(const NodeContext& c) {
+  const Tensor& data = c.in(0);
+  if (rank_of(data) == 0) c.invalid("ScatterElements writes a tensor of rank >= 1, not a scalar");
+  const int64_t axis = axis_in(c, c.attrs.i("axis", 0), rank_of(data));
+  const Tensor idx = wrap_indices(c.in(1), dim(data, int(axis)));
+  const Tensor& updates = c.in(2);
+  const Tensor added = scatter_add(zeros(data.shape(), data.dtype()), axis, idx, updates);
+  const Tensor hits = scatter_add(zeros(data.shape(), DType::F32), axis, idx, ones(updates.shape(), DType::F32));
+  return {scatter_combine(c, data, added, hits)};
+}
+
+// ReverseSequence: along time_axis, batch entry b's first sequence_lens[b] steps reversed,
+// the rest kept: a gather whose index is len - 1 - t below len and t after.
+Outs reverse_sequence_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  if (rank_of(x) < 2) c.invalid("ReverseSequence reads a tensor of rank >= 2");
+  const int64_t time = axis_in(c, c.attrs.i("time_axis", 0), rank_of(x));
+  const int64_t batch = axis_in(c, c.attrs.i("batch_axis", 1), rank_of(x));
+  if (time == batch) c.invalid("time_axis and batch_axis must differ");
+  const std::vector<int64_t> xs = sizes(x);
+  std::vector<int64_t> t_shape(xs.size(), 1), b_shape(xs.size(), 1);
+  t_shape[size_t(time)] = xs[size_t(time)], b_shape[size_t(batch)] = xs[size_t(batch)];
+  const Tensor t = reshape(arange(0, double(xs[size_t(time)]), 1, DType::I64), t_shape);
+  const Tensor len = reshape(cast(c.in(1), DType::I64), b_shape);
+  const Tensor index = where(lt(t, len), len - 1.0 - t, t);
+  return {gather(x, time, expand(index, xs))};
+}
+
+// HannWindow, HammingWindow, BlackmanWindow: a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N),
+// N the size (periodic) or size - 1 (symmetric), as constants of the known size.
+Converter window(double a0, double a1, double a2) {
+  return [a0, a1, a2](const NodeContext& c) {
+    const std::vector<int64_t> size = c.ints(0);
+    if (size.size() != 1 || size[0] < 0) c.invalid("size must be one non-negative integer");
+    const int64_t n = size[0];
+    const double period = c.attrs.i("periodic", 1) ? double(n) : double(n - 1);
+    std::vector<double> w;
+    for (int64_t k = 0; k < n; ++k) {
+      const double phase = period > 0 ? 2 * M_PI * double(k) / period : 0;
+      w.push_back(a0 - a1 * std::cos(phase) + a2 * std::cos(2 * phase));
+    }
+    return Outs{from_vector(w, Shape({n}), dtype_from_onnx(int32_t(c.attrs.i("output_datatype", 1)), node_name(c.node)))};
+  };
+}
+
+// MeanVarianceNormalization: (x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9) over `axes`, ONNX's
+// own function body.
+Outs mean_variance_normalization_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> axes = c.attrs.ints("axes", {0, 2, 3});
+  for (int64_t& a : axes) a = axis_in(c, a, rank_of(x));
+  const Tensor m = mean(x, axes, true);
+  const Tensor sd = sqrt(mean(x * x, axes, true) - m * m);
+  return {(x - m) / (sd + 1e-9)};
+}
+
+// ---- Einsum ------------------------------------------------------------------------------
+
+// One operand's subscripts with "..." expanded to letters of their own (upper case, from
+// the right), repeated letters taken as a diagonal, and letters no one else needs summed.
+struct EinsumTerm {
+  Tensor t;
+  std::string letters;
+};
+
+std::vector<std::string> split_terms(const std::string& s) {
+  std::vector<std::string> out(1);
+  for (char ch : s) {
+    if (ch == ',') out.emplace_back();
+    else if (ch != ' ') out.back() += ch;
+  }
+  return out;
+}
+
+// "...": the operand's leading extra dims, named 'A'.. from the right so that they line
+// up across operands as broadcasting does.
+std::string expand_ellipsis(const NodeContext& c, const std::string& sub, int rank, int* ell_rank) {
+  const size_t at = sub.find("...");
+  if (at == std::string::npos) {
+    if (int(sub.size()) != rank) c.invalid("subscripts '" + sub + "' do not match an operand of rank " + std::to_string(rank));
+    return sub;
+  }
+  const int named = int(sub.size()) - 3;
+  const int e = rank - named;
+  if (e < 0) c.invalid("subscripts '" + sub + "' have more letters than the operand's rank " + std::to_string(rank));
+  *ell_rank = std::max(*ell_rank, e);
+  std::string dots;
+  for (int i = e - 1; i >= 0; --i) dots += char('A' + i);
+  return sub.substr(0, at) + dots + sub.substr(at + 3);
+}
+
+// Sum the letters of `term` that are not in `keep` (the output and the other operands).
+EinsumTerm sum_unshared(EinsumTerm term, const std::string& keep) {
+  std::vector<int64_t> axes;
+  std::string left;
+  for (size_t i = 0; i < term.letters.size(); ++i) {
+    if (keep.find(term.letters[i]) == std::string::npos) axes.push_back(int64_t(i));
+    else left += term.letters[i];
+  }
+  if (!axes.empty()) term.t = sum(term.t, axes), term.letters = left;
+  return term;
+}
+
+// A repeated letter reads the diagonal: times an identity mask, summed over the repeat.
+EinsumTerm take_diagonals(EinsumTerm term) {
+  for (size_t i = 0; i < term.letters.size(); ++i) {
+    const size_t j = term.letters.find(term.letters[i], i + 1);
+    if (j == std::string::npos) continue;
+    const int64_t n = dim(term.t, int(i));
+    std::vector<double> eye(size_t(n * n), 0.0);
+    for (int64_t k = 0; k < n; ++k) eye[size_t(k * n + k)] = 1;
+    std::vector<int64_t> shape(term.letters.size(), 1);
+    shape[i] = n, shape[j] = n;
+    term.t = sum(term.t * cast(reshape(from_vector(eye, Shape({n, n})), shape), term.t.dtype()), {int64_t(j)});
+    term.letters.erase(j, 1);
+    --i;  // the letter may repeat again
+  }
+  return term;
+}
+
+// a and b contracted over the letters they share that `keep` does not: a batched matmul
+// of [batch, free a, shared] by [batch, shared, free b].
+EinsumTerm contract(const EinsumTerm& a, const EinsumTerm& b, const std::string& keep) {
+  std::string batch, free_a, free_b, shared;
+  for (char ch : a.letters) {
+    const bool in_b = b.letters.find(ch) != std::string::npos, kept = keep.find(ch) != std::string::npos;
+    (in_b ? (kept ? batch : shared) : free_a) += ch;
+  }
+  for (char ch : b.letters) {
+    if (a.letters.find(ch) == std::string::npos) free_b += ch;
+  }
+  auto size_of = [](const EinsumTerm& t, char ch) {
+    const size_t k = t.letters.find(ch);
+    return k == std::string::npos ? int64_t(1) : dim(t.t, int(k));
+  };
+  auto arrange = [&](const EinsumTerm& t, const std::string& order) {
+    std::vector<int64_t> perm;
+    for (char ch : order) perm.push_back(int64_t(t.letters.find(ch)));
+    return permute(t.t, perm);
+  };
+  auto product = [&](const std::string& ls) {
+    int64_t p = 1;
+    for (char ch : ls) p *= std::max(size_of(a, ch), size_of(b, ch));
+    return p;
+  };
+  // Batch letters broadcast (a size-1 "..." dim against a longer one).
+  std::vector<int64_t> batch_shape;
+  for (char ch : batch) batch_shape.push_back(std::max(size_of(a, ch), size_of(b, ch)));
+  const int64_t nb = product(batch), na = product(free_a), nb2 = product(free_b), ns = product(shared);
+  Tensor ta = arrange(a, batch + free_a + shared), tb = arrange(b, batch + shared + free_b);
+  std::vector<int64_t> ea = batch_shape, eb = batch_shape;
+  for (char ch : free_a + shared) ea.push_back(size_of(a, ch));
+  for (char ch : shared + free_b) eb.push_back(size_of(b, ch));
+  ta = reshape(expand(ta, ea), {nb, na, ns});
+  tb = reshape(expand(tb, eb), {nb, ns, nb2});
+  std::vector<int64_t> out_shape = batch_shape;
+  for (char ch : free_a) out_shape.push_back(size_of(a, ch));
+  for (char ch : free_b) out_shape.push_back(size_of(b, ch));
+  return {reshape(matmul(ta, tb), out_shape), batch + free_a + free_b};
+}
+
+Outs einsum_op(const NodeContext& c) {
+  const std::string eq = c.attrs.s("equation", "");
+  const size_t arrow = eq.find("->");
+  const std::vector<std::string> subs = split_terms(eq.substr(0, arrow));
+  if (subs.size() != c.inputs.size()) {
+    c.invalid("equation '" + eq + "' names " + std::to_string(subs.size()) + " operands, the node has " +
+              std::to_string(c.inputs.size()));
+  }
+  int ell = 0;
+  std::vector<EinsumTerm> terms;
+  for (size_t k = 0; k < subs.size(); ++k) {
+    for (char ch : subs[k]) {
+      if (ch != '.' && !std::islower(static_cast<unsigned char>(ch)) && !std::isupper(static_cast<unsigned char>(ch))) {
+        c.invalid(std::string("equation '") + eq + "' has the character '" + ch + "'");
+      }
+      if (std::isupper(static_cast<unsigned char>(ch))) c.unsupported("upper-case subscripts are not supported");
+    }
+    terms.push_back({c.in(k), expand_ellipsis(c, subs[k], rank_of(c.in(k)), &ell)});
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    int unused = 0;
+    std::string o = eq.substr(arrow + 2);
+    o.erase(std::remove(o.begin(), o.end(), ' '), o.end());
+    out = o.find("...") == std::string::npos ? o : expand_ellipsis(c, o, int(o.size()) - 3 + ell, &unused);
+  } else {  // implicit: "..." then the letters used once, in alphabetical order
+    for (int i = ell - 1; i >= 0; --i) out += char('A' + i);
+    std::string once;
+    for (char ch = 'a'; ch <= 'z'; ++ch) {
+      int n = 0;
+      for (const EinsumTerm& t : terms) n += int(std::count(t.letters.begin(), t.letters.end(), ch));
+      if (n == 1) once += ch;
+    }
+    out += once;
+  }
+  for (EinsumTerm& t : terms) t = take_diagonals(t);
+  // Left to right: each step keeps the letters the output or a later operand needs.
+  auto needed_after = [&](size_t k) {
+    std::string keep = out;
+    for (size_t j = k + 1; j < terms.size(); ++j) keep += terms[j].letters;
+    return keep;
+  };
+  EinsumTerm acc = sum_unshared(terms[0], needed_after(0) + (terms.size() > 1 ? terms[1].letters : ""));
+  for (size_t k = 1; k < terms.size(); ++k) {
+    const std::string keep = needed_after(k);
+    acc = contract(acc, sum_unshared(terms[k], keep + acc.letters), keep);
+  }
+  acc = sum_unshared(acc, out);
+  std::vector<int64_t> perm;
+  for (char ch : out) {
+    const size_t k = acc.letters.find(ch);
+    if (k == std::string::npos) c.invalid("output subscript '" + std::string(1, ch) + "' names no input dim");
+    perm.push_back(int64_t(k));
+  }
+  return {acc.letters.empty() ? acc.t : permute(acc.t, perm)};
+}
+
 // ---- activations ---------------------------------------------------------------------
 
 Converter activation(const std::function<Tensor(const NodeContext&, const Tensor&)>& f) {
@@ -1068,6 +1393,12 @@ const std::map<std::string, Converter>& converters() {
     // Losses and the rest.
     t["NegativeLogLikelihoodLoss"] = nll_op, t["SoftmaxCrossEntropyLoss"] = softmax_cross_entropy_op;
     t["Mod"] = mod_op, t["CumSum"] = cumsum_op, t["Hardmax"] = hardmax_op, t["OneHot"] = one_hot_op;
+    t["GatherND"] = gather_nd_op, t["ScatterND"] = scatter_nd_op, t["ScatterElements"] = scatter_elements_op;
+    t["Scatter"] = scatter_elements_op;  // opset 9-10's name for ScatterElements
+    t["ReverseSequence"] = reverse_sequence_op, t["Einsum"] = einsum_op;
+    t["MeanVarianceNormalization"] = mean_variance_normalization_op;
+    t["HannWindow"] = window(0.5, 0.5, 0), t["HammingWindow"] = window(25.0 / 46, 21.0 / 46, 0);
+    t["BlackmanWindow"] = window(0.42, 0.5, 0.08);
     t["EyeLike"] = eye_like_op, t["DepthToSpace"] = depth_to_space_op, t["SpaceToDepth"] = space_to_depth_op;
     t["IsNaN"] = activation([](const NodeContext&, const Tensor& x) { return ne(x, x); });
     t["IsInf"] = activation([](const NodeContext& c, const Tensor& x) {

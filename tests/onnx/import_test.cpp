@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "kiln.h"
 #include "onnx/onnx.h"
@@ -98,6 +99,54 @@ TEST(OnnxImport, AModelRunsEagerCompiledAndDifferentiatedAsKilnsOwnOps) {
   const std::string listing = m.graph.str();
   EXPECT_NE(listing.find("matmul"), std::string::npos) << listing;
   EXPECT_NE(listing.find("%x"), std::string::npos) << listing;
+}
+
+// Einsum beyond ONNX's five node tests: implicit outputs, "..." that broadcasts, three
+// operands, a trace, a full sum and an outer product, against kiln's own ops.
+TEST(OnnxImport, EinsumEquationsMatchTheirContractions) {
+  struct Case {
+    std::string equation;
+    std::vector<std::vector<int64_t>> shapes;
+    std::function<Tensor(const std::vector<Tensor>&)> want;
+  };
+  const std::vector<Case> cases = {
+      {"ij,jk", {{3, 4}, {4, 5}}, [](const auto& t) { return matmul(t[0], t[1]); }},
+      {"...ij,...jk->...ik", {{2, 1, 3, 4}, {5, 4, 2}}, [](const auto& t) { return matmul(t[0], t[1]); }},
+      {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}, [](const auto& t) { return matmul(matmul(t[0], t[1]), t[2]); }},
+      {"ii", {{4, 4}}, [](const auto& t) { return sum(t[0] * tril(triu(ones({4, 4})))); }},
+      {"ij->", {{3, 4}}, [](const auto& t) { return sum(t[0]); }},
+      {"i,j->ij", {{3}, {4}}, [](const auto& t) { return reshape(t[0], {3, 1}) * reshape(t[1], {1, 4}); }},
+      {"bij,bkj->bki", {{2, 3, 4}, {2, 5, 4}}, [](const auto& t) { return matmul(t[1], transpose(t[0], 1, 2)); }},
+  };
+  uint64_t seed = 11;
+  for (const Case& c : cases) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(12);
+    auto* g = m.mutable_graph();
+    std::vector<std::string> names;
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; k < c.shapes.size(); ++k) {
+      names.push_back("x" + std::to_string(k));
+      std::vector<std::string> dims;
+      for (int64_t d : c.shapes[k]) dims.push_back(std::to_string(d));
+      set_shape(g->add_input(), names.back(), ::onnx::TensorProto::FLOAT, dims);
+      inputs.push_back(rand(Shape(c.shapes[k]), seed++, -2, 2));
+    }
+    const Tensor want = c.want(inputs);
+    std::vector<std::string> out_dims;
+    for (int64_t d : want.sizes()) out_dims.push_back(std::to_string(d));
+    set_shape(g->add_output(), "y", ::onnx::TensorProto::FLOAT, out_dims);
+    auto* n = add_node(g, "Einsum", names, {"y"});
+    auto* a = n->add_attribute();
+    a->set_name("equation");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(c.equation);
+    const kiln::onnx::Model model = kiln::onnx::load(save(m, temp_dir("einsum")));
+    const Tensor got = model.fn(inputs)[0];
+    EXPECT_EQ(got.shape(), want.shape()) << c.equation;
+    EXPECT_TRUE(allclose(got, want, 1e-5, 1e-5)) << c.equation << ": " << got.str() << " vs " << want.str();
+  }
 }
 
 TEST(OnnxImport, NamedDimsTakeTheirSizesAndAnySizeCompiles) {
