@@ -1285,6 +1285,178 @@ Outs einsum_op(const NodeContext& c) {
   return {acc.letters.empty() ? acc.t : permute(acc.t, perm)};
 }
 
+// ---- RNN, GRU, LSTM ----------------------------------------------------------------------
+
+// One of ONNX's recurrent activations, with its alpha and beta.
+struct RecurrentActivation {
+  std::string name;
+  double alpha = 0, beta = 0;
+};
+
+Tensor activate(const NodeContext& c, const RecurrentActivation& a, const Tensor& x) {
+  const std::string& f = a.name;
+  if (f == "Sigmoid") return sigmoid(x);
+  if (f == "Tanh") return tanh(x);
+  if (f == "Relu") return relu(x);
+  if (f == "LeakyRelu") return leaky_relu(x, a.alpha);
+  if (f == "HardSigmoid") return clamp(x * a.alpha + a.beta, 0.0, 1.0);
+  if (f == "Affine") return x * a.alpha + a.beta;
+  if (f == "ScaledTanh") return tanh(x * a.beta) * a.alpha;
+  if (f == "ThresholdedRelu") return where(gt(x, a.alpha), x, scalar_like(0, x));
+  if (f == "Elu") return where(gt(x, 0.0), x, (exp(x) - 1.0) * a.alpha);
+  if (f == "Softsign") return x / (abs(x) + 1.0);
+  if (f == "Softplus") return softplus(x);
+  c.unsupported("activation '" + f + "' is not one of ONNX's recurrent activations");
+}
+
+// The `per_direction` activations of each direction: the node's list (alphas and betas
+// consumed in order by the functions that take them) or the operator's defaults.
+std::vector<RecurrentActivation> recurrent_activations(const NodeContext& c, const std::vector<std::string>& defaults,
+                                                       int directions) {
+  std::vector<std::string> names;
+  if (c.attrs.has("activations")) {
+    for (const std::string& n : c.attrs.raw("activations").strings()) names.push_back(n);
+  } else {
+    for (int d = 0; d < directions; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
+  }
+  if (names.size() != defaults.size() * size_t(directions)) {
+    c.invalid("activations lists " + std::to_string(names.size()) + " functions; this node needs " +
+              std::to_string(defaults.size() * size_t(directions)));
+  }
+  const std::vector<float> alphas = c.attrs.has("activation_alpha") ? c.attrs.floats("activation_alpha") : std::vector<float>{};
+  const std::vector<float> betas = c.attrs.has("activation_beta") ? c.attrs.floats("activation_beta") : std::vector<float>{};
+  size_t next_alpha = 0, next_beta = 0;
+  std::vector<RecurrentActivation> out;
+  for (const std::string& n : names) {
+    // Each function's own defaults where the lists run out.
+    static const std::map<std::string, std::pair<double, double>> kDefaults = {
+        {"LeakyRelu", {0.01, 0}}, {"HardSigmoid", {0.2, 0.5}}, {"Affine", {1, 0}},
+        {"ScaledTanh", {1, 1}},   {"ThresholdedRelu", {1, 0}}, {"Elu", {1, 0}}};
+    RecurrentActivation a{n};
+    const auto d = kDefaults.find(n);
+    if (d != kDefaults.end()) {
+      a.alpha = next_alpha < alphas.size() ? alphas[next_alpha++] : d->second.first;
+      const bool has_beta = n == "HardSigmoid" || n == "Affine" || n == "ScaledTanh";
+      if (has_beta) a.beta = next_beta < betas.size() ? betas[next_beta++] : d->second.second;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+// Along axis 0 (time), each batch entry's first lens[b] steps reversed (all of them
+// without lens): its own inverse, so outputs are put back the same way.
+Tensor reverse_steps(const Tensor& x, const std::optional<Tensor>& lens) {
+  const int64_t steps = dim(x, 0);
+  if (!lens) {
+    std::vector<int64_t> back;
+    for (int64_t t = steps - 1; t >= 0; --t) back.push_back(t);
+    return index_select(x, 0, i64(back, {steps}));
+  }
+  const Tensor t = reshape(arange(0, double(steps), 1, DType::I64), {steps, 1, 1});
+  const Tensor len = reshape(*lens, {1, -1, 1});
+  return gather(x, 0, expand(where(lt(t, len), len - 1.0 - t, t), sizes(x)));
+}
+
+// RNN, GRU and LSTM, unrolled over the (static) sequence: the input projections of all
+// steps are one matmul per direction, each step one matmul by R and the gates. With
+// sequence_lens, a batch entry's state stops at its length and its later outputs are 0.
+Outs recurrent_op(const NodeContext& c) {
+  const std::string op = c.node.op_type();
+  const int gates = op == "RNN" ? 1 : op == "GRU" ? 3 : 4;
+  Tensor x = c.in(0);
+  if (rank_of(x) != 3) c.invalid("X must have rank 3, not " + std::to_string(rank_of(x)));
+  const bool batch_first = c.attrs.i("layout", 0) != 0;
+  if (batch_first) x = permute(x, {1, 0, 2});
+  const int64_t steps = dim(x, 0), batch = dim(x, 1), input = dim(x, 2);
+  const std::string direction = c.attrs.s("direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    c.invalid("direction '" + direction + "' is not one of forward, reverse, bidirectional");
+  }
+  const int dirs = direction == "bidirectional" ? 2 : 1;
+  const Tensor& w = c.in(1);
+  const Tensor& r = c.in(2);
+  const int64_t hidden = c.attrs.i("hidden_size", dim(r, 2));
+  const int64_t gh = gates * hidden;
+  const std::vector<int64_t> w_shape = {dirs, gh, input}, r_shape = {dirs, gh, hidden};
+  if (sizes(w) != w_shape || sizes(r) != r_shape) c.invalid("W or R does not match hidden_size and the input's size");
+  if (c.attrs.i("input_forget", 0) != 0) c.unsupported("input_forget = 1 is not supported");
+  const DType dt = x.dtype();
+  const Tensor b = c.has(3) ? c.in(3) : zeros(Shape({dirs, 2 * gh}), dt);
+  std::optional<Tensor> lens;
+  if (c.has(4)) lens = cast(c.in(4), DType::I64);
+  auto state = [&](size_t k) {
+    if (!c.has(k)) return zeros(Shape({dirs, batch, hidden}), dt);
+    return batch_first ? permute(c.in(k), {1, 0, 2}) : c.in(k);
+  };
+  const Tensor h0 = state(5), c0 = state(6);
+  const Tensor peep = c.has(7) ? c.in(7) : zeros(Shape({dirs, 3 * hidden}), dt);
+  const std::vector<std::string> defaults = op == "RNN"   ? std::vector<std::string>{"Tanh"}
+                                            : op == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                          : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  const std::vector<RecurrentActivation> acts = recurrent_activations(c, defaults, dirs);
+  const bool clipped = c.attrs.has("clip");
+  const double clip = c.attrs.f("clip", 0);
+  const bool linear_before_reset = c.attrs.i("linear_before_reset", 0) != 0;
+
+  auto row = [](const Tensor& t, int64_t k) { return squeeze(slice(t, 0, k, k + 1), 0); };
+  auto gate = [&](const Tensor& t, int64_t k) { return slice(t, 1, k * hidden, (k + 1) * hidden); };
+  std::vector<Tensor> ys, hs, cs;
+  for (int d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    const RecurrentActivation* f = &acts[size_t(d) * defaults.size()];
+    auto act = [&](int k, const Tensor& v) { return activate(c, f[k], clipped ? clamp(v, -clip, clip) : v); };
+    const Tensor wd = row(w, d), rt = transpose(row(r, d), 0, 1), bd = row(b, d);
+    const Tensor wb = slice(bd, 0, 0, gh), rb = slice(bd, 0, gh, 2 * gh);
+    const Tensor xs = reverse ? reverse_steps(x, lens) : x;
+    const Tensor proj = reshape(matmul(reshape(xs, {steps * batch, input}), transpose(wd, 0, 1)) + wb, {steps, batch, gh});
+    const Tensor pd = row(peep, d);
+    Tensor h = row(h0, d), cell = row(c0, d);
+    std::vector<Tensor> outs;
+    for (int64_t t = 0; t < steps; ++t) {
+      const Tensor xw = row(proj, t);
+      Tensor h_new, c_new;
+      if (op == "RNN") {
+        h_new = act(0, xw + matmul(h, rt) + rb);
+      } else if (op == "GRU") {
+        const Tensor rt_z = slice(rt, 1, 0, hidden), rt_r = slice(rt, 1, hidden, 2 * hidden), rt_h = slice(rt, 1, 2 * hidden, gh);
+        const Tensor z = act(0, gate(xw, 0) + matmul(h, rt_z) + slice(rb, 0, 0, hidden));
+        const Tensor rs = act(0, gate(xw, 1) + matmul(h, rt_r) + slice(rb, 0, hidden, 2 * hidden));
+        const Tensor rbh = slice(rb, 0, 2 * hidden, gh);
+        const Tensor cand = linear_before_reset ? act(1, gate(xw, 2) + rs * (matmul(h, rt_h) + rbh))
+                                                : act(1, gate(xw, 2) + matmul(rs * h, rt_h) + rbh);
+        h_new = (1.0 - z) * cand + z * h;
+      } else {  // LSTM: gates i, o, f, c; peepholes i, o, f
+        const Tensor hr = matmul(h, rt) + rb;
+        auto pre = [&](int64_t k) { return gate(xw, k) + gate(hr, k); };
+        const Tensor pi = slice(pd, 0, 0, hidden), po = slice(pd, 0, hidden, 2 * hidden), pf = slice(pd, 0, 2 * hidden, 3 * hidden);
+        const Tensor i = act(0, pre(0) + pi * cell), fg = act(0, pre(2) + pf * cell);
+        c_new = fg * cell + i * act(1, pre(3));
+        const Tensor o = act(0, pre(1) + po * c_new);
+        h_new = o * act(2, c_new);
+      }
+      if (lens) {
+        const Tensor valid = reshape(lt(scalar(double(t), DType::I64), *lens), {batch, 1});
+        h_new = where(valid, h_new, h);
+        if (op == "LSTM") c_new = where(valid, c_new, cell);
+        outs.push_back(where(valid, h_new, scalar_like(0, h_new)));
+      } else {
+        outs.push_back(h_new);
+      }
+      h = h_new;
+      if (op == "LSTM") cell = c_new;
+    }
+    Tensor y = stack(outs, 0);  // [steps, batch, hidden]
+    if (reverse) y = reverse_steps(y, lens);
+    ys.push_back(y), hs.push_back(h), cs.push_back(cell);
+  }
+  Tensor y = stack(ys, 1);  // [steps, dirs, batch, hidden]
+  Tensor y_h = stack(hs, 0), y_c = stack(cs, 0);
+  if (batch_first) y = permute(y, {2, 0, 1, 3}), y_h = permute(y_h, {1, 0, 2}), y_c = permute(y_c, {1, 0, 2});
+  if (op == "LSTM") return {y, y_h, y_c};
+  return {y, y_h};
+}
+
 // ---- activations ---------------------------------------------------------------------
 
 Converter activation(const std::function<Tensor(const NodeContext&, const Tensor&)>& f) {
@@ -1395,6 +1567,7 @@ const std::map<std::string, Converter>& converters() {
     t["Mod"] = mod_op, t["CumSum"] = cumsum_op, t["Hardmax"] = hardmax_op, t["OneHot"] = one_hot_op;
     t["GatherND"] = gather_nd_op, t["ScatterND"] = scatter_nd_op, t["ScatterElements"] = scatter_elements_op;
     t["Scatter"] = scatter_elements_op;  // opset 9-10's name for ScatterElements
+    t["RNN"] = recurrent_op, t["GRU"] = recurrent_op, t["LSTM"] = recurrent_op;
     t["ReverseSequence"] = reverse_sequence_op, t["Einsum"] = einsum_op;
     t["MeanVarianceNormalization"] = mean_variance_normalization_op;
     t["HannWindow"] = window(0.5, 0.5, 0), t["HammingWindow"] = window(25.0 / 46, 21.0 / 46, 0);

@@ -149,6 +149,127 @@ TEST(OnnxImport, EinsumEquationsMatchTheirContractions) {
   }
 }
 
+// ONNX's recurrent node tests are forward-only with full lengths; here bidirectional GRU
+// (linear_before_reset) and LSTM with peepholes and uneven sequence_lens, against a scalar
+// loop written from the operator documents.
+struct RecurrentReference {
+  std::string op;
+  int64_t steps, batch, input, hidden, dirs;
+  std::vector<double> x, w, r, b, p;  // ONNX layouts
+  std::vector<int64_t> lens;
+  bool linear_before_reset = false;
+
+  static double sigm(double v) { return 1 / (1 + std::exp(-v)); }
+  // Y [steps, dirs, batch, hidden] and Y_h [dirs, batch, hidden].
+  std::pair<std::vector<double>, std::vector<double>> run() const {
+    const int64_t g = op == "GRU" ? 3 : 4, gh = g * hidden;
+    std::vector<double> y(size_t(steps * dirs * batch * hidden), 0.0), yh(size_t(dirs * batch * hidden), 0.0);
+    for (int64_t d = 0; d < dirs; ++d) {
+      for (int64_t n = 0; n < batch; ++n) {
+        std::vector<double> h(size_t(hidden), 0.0), cell(size_t(hidden), 0.0);
+        const int64_t len = lens[size_t(n)];
+        for (int64_t s = 0; s < len; ++s) {
+          const int64_t t = d == 0 ? s : len - 1 - s;
+          // xw[k] = W x + Wb, hr[k] = R h + Rb, for every gate row k.
+          std::vector<double> xw(static_cast<size_t>(gh), 0.0), hr(static_cast<size_t>(gh), 0.0);
+          for (int64_t k = 0; k < gh; ++k) {
+            double a = b[size_t(d * 2 * gh + k)], c = b[size_t(d * 2 * gh + gh + k)];
+            for (int64_t i = 0; i < input; ++i) a += w[size_t((d * gh + k) * input + i)] * x[size_t((t * batch + n) * input + i)];
+            for (int64_t i = 0; i < hidden; ++i) c += r[size_t((d * gh + k) * hidden + i)] * h[size_t(i)];
+            xw[size_t(k)] = a, hr[size_t(k)] = c;
+          }
+          std::vector<double> hn(static_cast<size_t>(hidden), 0.0);
+          for (int64_t j = 0; j < hidden; ++j) {
+            const size_t J = size_t(j), H = size_t(hidden);
+            if (op == "GRU") {
+              const double z = sigm(xw[J] + hr[J]), rr = sigm(xw[H + J] + hr[H + J]);
+              double cand;
+              if (linear_before_reset) {
+                cand = std::tanh(xw[2 * H + J] + rr * hr[2 * H + J]);
+              } else {  // R_h (r * h) + Rb_h
+                double rh = b[size_t(d * 2 * gh + gh) + 2 * H + J];
+                for (int64_t i = 0; i < hidden; ++i) {  // the reset gate of dim i, not j
+                  const double ri = sigm(xw[H + size_t(i)] + hr[H + size_t(i)]);
+                  rh += r[size_t((d * gh + 2 * hidden + j) * hidden + i)] * ri * h[size_t(i)];
+                }
+                cand = std::tanh(xw[2 * H + J] + rh);
+              }
+              hn[J] = (1 - z) * cand + z * h[J];
+            } else {
+              const double* pd = &p[size_t(d * 3 * hidden)];
+              const double i = sigm(xw[J] + hr[J] + pd[J] * cell[J]);
+              const double f = sigm(xw[2 * H + J] + hr[2 * H + J] + pd[2 * H + J] * cell[J]);
+              cell[J] = f * cell[J] + i * std::tanh(xw[3 * H + J] + hr[3 * H + J]);
+              const double o = sigm(xw[H + J] + hr[H + J] + pd[H + J] * cell[J]);
+              hn[J] = o * std::tanh(cell[J]);
+            }
+          }
+          h = hn;
+          for (int64_t j = 0; j < hidden; ++j) y[size_t(((t * dirs + d) * batch + n) * hidden + j)] = h[size_t(j)];
+        }
+        for (int64_t j = 0; j < hidden; ++j) yh[size_t((d * batch + n) * hidden + j)] = h[size_t(j)];
+      }
+    }
+    return {y, yh};
+  }
+};
+
+TEST(OnnxImport, BidirectionalGruAndLstmWithSequenceLengthsMatchTheOperatorDocuments) {
+  for (const std::string op : {"GRU", "LSTM"}) {
+    for (bool lbr : {false, true}) {
+      if (op == "LSTM" && lbr) continue;
+      RecurrentReference ref{op, 3, 3, 2, 3, 2};
+      ref.linear_before_reset = lbr;
+      const int64_t g = op == "GRU" ? 3 : 4, gh = g * ref.hidden;
+      auto values = [](int64_t n, uint64_t seed) { return rand(Shape({n}), seed, -1, 1).to_doubles(); };
+      ref.x = values(ref.steps * ref.batch * ref.input, 1), ref.w = values(2 * gh * ref.input, 2);
+      ref.r = values(2 * gh * ref.hidden, 3), ref.b = values(2 * 2 * gh, 4), ref.p = values(2 * 3 * ref.hidden, 5);
+      ref.lens = {3, 1, 2};
+      ::onnx::ModelProto m;
+      m.set_ir_version(8);
+      m.add_opset_import()->set_version(14);
+      auto* gp = m.mutable_graph();
+      auto tensor = [](const std::string& name, const std::vector<int64_t>& dims, const std::vector<double>& v) {
+        return f32_tensor(name, dims, std::vector<float>(v.begin(), v.end()));
+      };
+      set_shape(gp->add_input(), "x", ::onnx::TensorProto::FLOAT, {"3", "3", "2"});
+      *gp->add_initializer() = tensor("W", {2, gh, ref.input}, ref.w);
+      *gp->add_initializer() = tensor("R", {2, gh, ref.hidden}, ref.r);
+      *gp->add_initializer() = tensor("B", {2, 2 * gh}, ref.b);
+      ::onnx::TensorProto lens;
+      lens.set_name("lens");
+      lens.set_data_type(::onnx::TensorProto::INT32);
+      lens.add_dims(3);
+      for (int64_t l : ref.lens) lens.add_int32_data(int32_t(l));
+      *gp->add_initializer() = lens;
+      std::vector<std::string> ins = {"x", "W", "R", "B", "lens"};
+      if (op == "LSTM") {
+        *gp->add_initializer() = tensor("P", {2, 3 * ref.hidden}, ref.p);
+        ins.insert(ins.end(), {"", "", "P"});
+      }
+      set_shape(gp->add_output(), "y", ::onnx::TensorProto::FLOAT, {"3", "2", "3", "3"});
+      set_shape(gp->add_output(), "y_h", ::onnx::TensorProto::FLOAT, {"2", "3", "3"});
+      auto* n = add_node(gp, op, ins, {"y", "y_h"});
+      auto attr = [&](const std::string& name, int64_t v) {
+        auto* a = n->add_attribute();
+        a->set_name(name), a->set_type(::onnx::AttributeProto::INT), a->set_i(v);
+      };
+      attr("hidden_size", ref.hidden);
+      if (lbr) attr("linear_before_reset", 1);
+      auto* dir = n->add_attribute();
+      dir->set_name("direction"), dir->set_type(::onnx::AttributeProto::STRING), dir->set_s("bidirectional");
+      const kiln::onnx::Model model = kiln::onnx::load(save(m, temp_dir("recurrent")));
+      const Tensor x = from_vector(ref.x, Shape({3, 3, 2}));
+      const auto [y, yh] = ref.run();
+      // Compiled only: the eager path runs the same ops (and ONNX's node tests run both).
+      for (const std::vector<Tensor>& got : {compile(model.fn, model.compile_options())({x})}) {
+        EXPECT_TRUE(allclose(got[0], from_vector(y, Shape({3, 2, 3, 3})), 1e-5, 1e-5)) << op << lbr << got[0].str();
+        EXPECT_TRUE(allclose(got[1], from_vector(yh, Shape({2, 3, 3})), 1e-5, 1e-5)) << op << lbr << got[1].str();
+      }
+    }
+  }
+}
+
 TEST(OnnxImport, NamedDimsTakeTheirSizesAndAnySizeCompiles) {
   const std::string path = save(mlp_model("batch"), temp_dir("named"));
   const kiln::onnx::Model m = kiln::onnx::load(path, {{{"batch", 5}}, {}});
