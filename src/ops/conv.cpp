@@ -235,7 +235,7 @@ Func pool_algorithm(const std::string& op, Pool kind, const std::vector<Func>& i
   Expr inside = iw >= 0 && iw < W && ih >= 0 && ih < H;
   Expr x = Halide::cast(at, in[0](Halide::clamp(iw, 0, W - 1), Halide::clamp(ih, 0, H - 1), v[2], v[3]));
   Func acc(op + "_acc");
-  Func out(op);
+  Func out(algo::func_name(op));
   if (kind == Pool::Max) {
     // Padding counts as -inf: never the maximum. NaN wins, as in PyTorch.
     acc(v) = lowest(at);

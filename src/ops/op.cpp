@@ -270,6 +270,16 @@ bool reaches_nan_constant(const Halide::Expr& e, int levels) {
 }
 }  // namespace
 
+std::string func_name(const std::string& name) {
+  static const std::set<std::string> intrinsics = [] {
+    using Halide::Internal::Call;
+    std::set<std::string> names;
+    for (int op = 0; op < int(Call::IntrinsicOpCount); ++op) names.insert(Call::get_intrinsic_name(Call::IntrinsicOp(op)));
+    return names;
+  }();
+  return intrinsics.count(name) ? name + "_op" : name;
+}
+
 Halide::Expr accumulate(const Halide::Expr& acc, const Halide::Expr& x, bool product) {
   Halide::Expr y = product ? acc * x : acc + x;
   constexpr int kLevels = 8;

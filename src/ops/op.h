@@ -176,6 +176,11 @@ Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y);
 // kiln::Error whose text is `message` (strings and Exprs, printed with spaces between).
 Halide::Expr require(const Halide::Expr& condition, const Halide::Expr& value,
                      const std::vector<Halide::Expr>& message);
+// A name for an op's Func: `name`, unless Halide's intrinsics have a call of that name
+// ("abs", "round"...), which Halide's inliner matches by name: a Func named "abs" met an
+// intrinsic abs() inside an inlined expression and the compile failed (GridSample's
+// reflection, compiled). Those get an "_op" suffix.
+std::string func_name(const std::string& name);
 // A reduction's update, acc + x (acc * x with `product`). Halide compiles non-strict float
 // arithmetic with LLVM's no-NaN/no-inf flags; where x folds to a NaN constant (the x * NaN
 // of sum(x * NaN), seen through the pure Funcs inlined into it), LLVM took the flags at

@@ -325,7 +325,7 @@ OpDef unary_op(const UnarySpec& s) {
       if (std::string(s.name) == "log") keep_input = keep_input || algo::is_pos_inf(raw);
       y = Halide::select(keep_input, x, y);
     }
-    Func f(s.name);
+    Func f(algo::func_name(s.name));
     f(v) = algo::to_storage(y, c.output.dtype);
     return f;
   };
@@ -563,7 +563,7 @@ OpDef binary_op(const BinarySpec& s) {
     // 0 to an undefined value. Strict ops keep each operation as written; they cost only
     // fused multiply-adds across op boundaries.
     if (ht.is_float() && s.arithmetic && !s.bool_result) y = ieee_cancellation(s.name, a, b, y, Halide::strict_float(y));
-    Func f(s.name);
+    Func f(algo::func_name(s.name));
     f(v) = algo::to_storage(y, out);
     return f;
   };

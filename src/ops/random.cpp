@@ -77,7 +77,7 @@ OpDef fill_op(const char* name, Value value, double (*reference)(uint64_t seed, 
   d.algorithm = [name, value](const std::vector<Func>&, const OpCall& c) {
     auto v = algo::vars(c.output.shape.rank());
     Expr x = value(seed_of(c.attrs), linear_index(v, c), c.attrs);
-    Func f(name);
+    Func f(algo::func_name(name));
     f(v) = algo::to_storage(Halide::cast(algo::halide_type(compute_dtype(c.output.dtype)), x), c.output.dtype);
     return f;
   };

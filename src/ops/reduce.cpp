@@ -130,7 +130,7 @@ Func reduction_algorithm(const std::string& op, Reducer r, const std::vector<Fun
     acc_dtype = DType::F64;
   }
   Halide::Type at = algo::halide_type(acc_dtype);
-  Func out(op);
+  Func out(algo::func_name(op));
   if (ranges.empty()) {  // nothing to reduce (a 0-d input)
     out(vo) = algo::to_storage(Halide::cast(at, in[0]()), c.output.dtype);
     return out;
