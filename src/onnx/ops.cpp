@@ -1285,6 +1285,97 @@ Outs einsum_op(const NodeContext& c) {
   return {acc.letters.empty() ? acc.t : permute(acc.t, perm)};
 }
 
+// ---- GridSample --------------------------------------------------------------------------
+
+// GridSample (2-D, opset 16), PyTorch's grid_sampler: each output pixel reads X at the
+// grid's normalized (x, y), unnormalized by align_corners; border clamps and reflection
+// folds the coordinate (bilinear, nearest) or each tap (bicubic); a tap outside X reads 0.
+// The taps are gathers from X flattened over H * W.
+struct GridSampler {
+  const NodeContext& c;
+  Tensor x_flat;  // [N, C, H * W]
+  int64_t n, ch, h, w, ho, wo;
+  bool align;
+  std::string padding;
+
+  Tensor unnormalize(const Tensor& g, int64_t size) const {
+    return align ? (g + 1.0) * (0.5 * double(size - 1)) : ((g + 1.0) * double(size) - 1.0) * 0.5;
+  }
+  // PyTorch's reflect_coordinates: fold v into [low, high] (twice the bounds given).
+  static Tensor reflect(const Tensor& v, double twice_low, double twice_high) {
+    if (twice_low == twice_high) return v * 0.0;
+    // |v - low| folded into one period of 2 span, then mirrored at span.
+    const double low = twice_low / 2, span = (twice_high - twice_low) / 2;
+    const Tensor a = abs(v - low);
+    const Tensor m = a - floor(a * (0.5 / span)) * (2 * span);
+    return where(le(m, span), m, (m * -1.0) + 2 * span) + low;
+  }
+  Tensor pad_coordinate(const Tensor& v, int64_t size) const {
+    if (padding == "border") return clamp(v, 0.0, double(size - 1));
+    if (padding == "reflection") {
+      const Tensor r = align ? reflect(v, 0, 2.0 * double(size - 1)) : reflect(v, -1, 2.0 * double(size) - 1);
+      return clamp(r, 0.0, double(size - 1));
+    }
+    return v;
+  }
+  // X at integer positions (ix, iy) [N, Ho, Wo], 0 outside: [N, C, Ho, Wo].
+  Tensor tap(const Tensor& ix, const Tensor& iy) const {
+    const Tensor inside = logical_and(logical_and(ge(ix, 0.0), le(ix, double(w - 1))),
+                                      logical_and(ge(iy, 0.0), le(iy, double(h - 1))));
+    const Tensor cx = clamp(ix, 0.0, double(w - 1)), cy = clamp(iy, 0.0, double(h - 1));
+    const Tensor index = reshape(cast(cy * double(w) + cx, DType::I64), {n, 1, ho * wo});
+    const Tensor v = reshape(gather(x_flat, 2, expand(index, {n, ch, ho * wo})), {n, ch, ho, wo});
+    return where(unsqueeze(inside, 1), v, scalar_like(0, v));
+  }
+  static Tensor cubic_near(const Tensor& t, double a) { return ((t * (a + 2)) - (a + 3)) * t * t + 1.0; }
+  static Tensor cubic_far(const Tensor& t, double a) { return (((t * a) - 5 * a) * t + 8 * a) * t - 4 * a; }
+};
+
+Outs grid_sample_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& grid = c.in(1);
+  if (rank_of(x) != 4) c.unsupported("only 2-D sampling (X of rank 4) is supported, not rank " + std::to_string(rank_of(x)));
+  if (rank_of(grid) != 4 || dim(grid, 3) != 2 || dim(grid, 0) != dim(x, 0)) c.invalid("grid must be [N, H_out, W_out, 2]");
+  std::string mode = c.attrs.s("mode", "bilinear");
+  mode = mode == "linear" ? "bilinear" : mode == "cubic" ? "bicubic" : mode;  // opset 20's names
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") c.invalid("mode '" + mode + "' is not one of bilinear, nearest, bicubic");
+  GridSampler s{c, {}, dim(x, 0), dim(x, 1), dim(x, 2), dim(x, 3), dim(grid, 1), dim(grid, 2),
+                c.attrs.i("align_corners", 0) != 0, c.attrs.s("padding_mode", "zeros")};
+  if (s.padding != "zeros" && s.padding != "border" && s.padding != "reflection") {
+    c.invalid("padding_mode '" + s.padding + "' is not one of zeros, border, reflection");
+  }
+  s.x_flat = reshape(x, {s.n, s.ch, s.h * s.w});
+  const Tensor g = cast(grid, compute_dtype(x.dtype()) == DType::F64 ? DType::F64 : DType::F32);
+  Tensor fx = s.unnormalize(squeeze(slice(g, 3, 0, 1), 3), s.w), fy = s.unnormalize(squeeze(slice(g, 3, 1, 2), 3), s.h);
+  Tensor y;
+  if (mode == "bicubic") {
+    const Tensor x0 = floor(fx), y0 = floor(fy), tx = fx - x0, ty = fy - y0;
+    const double a = -0.75;
+    const std::vector<Tensor> wx = {GridSampler::cubic_far(tx + 1.0, a), GridSampler::cubic_near(tx, a),
+                                    GridSampler::cubic_near((tx * -1.0) + 1.0, a), GridSampler::cubic_far((tx * -1.0) + 2.0, a)};
+    const std::vector<Tensor> wy = {GridSampler::cubic_far(ty + 1.0, a), GridSampler::cubic_near(ty, a),
+                                    GridSampler::cubic_near((ty * -1.0) + 1.0, a), GridSampler::cubic_far((ty * -1.0) + 2.0, a)};
+    for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 4; ++i) {
+        const Tensor ix = s.pad_coordinate(x0 + double(i - 1), s.w), iy = s.pad_coordinate(y0 + double(j - 1), s.h);
+        const Tensor term = s.tap(ix, iy) * unsqueeze(wx[size_t(i)] * wy[size_t(j)], 1);
+        y = y.defined() ? y + term : term;
+      }
+    }
+  } else {
+    fx = s.pad_coordinate(fx, s.w), fy = s.pad_coordinate(fy, s.h);
+    if (mode == "nearest") {
+      y = s.tap(round(fx), round(fy));
+    } else {
+      const Tensor x0 = floor(fx), y0 = floor(fy), tx = fx - x0, ty = fy - y0;
+      const Tensor ux = (tx * -1.0) + 1.0, uy = (ty * -1.0) + 1.0;
+      y = s.tap(x0, y0) * unsqueeze(ux * uy, 1) + s.tap(x0 + 1.0, y0) * unsqueeze(tx * uy, 1) +
+          s.tap(x0, y0 + 1.0) * unsqueeze(ux * ty, 1) + s.tap(x0 + 1.0, y0 + 1.0) * unsqueeze(tx * ty, 1);
+    }
+  }
+  return {cast(y, x.dtype())};
+}
+
 // ---- RNN, GRU, LSTM ----------------------------------------------------------------------
 
 // One of ONNX's recurrent activations, with its alpha and beta.
@@ -1567,6 +1658,7 @@ const std::map<std::string, Converter>& converters() {
     t["Mod"] = mod_op, t["CumSum"] = cumsum_op, t["Hardmax"] = hardmax_op, t["OneHot"] = one_hot_op;
     t["GatherND"] = gather_nd_op, t["ScatterND"] = scatter_nd_op, t["ScatterElements"] = scatter_elements_op;
     t["Scatter"] = scatter_elements_op;  // opset 9-10's name for ScatterElements
+    t["GridSample"] = grid_sample_op;
     t["RNN"] = recurrent_op, t["GRU"] = recurrent_op, t["LSTM"] = recurrent_op;
     t["ReverseSequence"] = reverse_sequence_op, t["Einsum"] = einsum_op;
     t["MeanVarianceNormalization"] = mean_variance_normalization_op;
