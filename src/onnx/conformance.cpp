@@ -127,14 +127,14 @@ CaseResult run_case(const std::string& dir, CaseMode mode) {
       const std::vector<Tensor> want = numbered(set, "output");
       // A model whose integer inputs shape its graph (a Reshape's shape given as an input)
       // takes them as constants of this data set; so do short float vectors after the
-      // first input (a Resize's scales and roi).
+      // first input (a Resize's scales and roi, a OneHot's depth).
       std::optional<Model> bound;
       if (!plain) {
         LoadOptions o;
         const std::vector<std::string> names = input_names_of(model);
         std::vector<Tensor> rest;
         for (size_t k = 0; k < inputs.size() && k < names.size(); ++k) {
-          const bool shaping_floats = k > 0 && is_float(inputs[k].dtype()) && inputs[k].shape().rank() == 1 &&
+          const bool shaping_floats = k > 0 && is_float(inputs[k].dtype()) && inputs[k].shape().rank() <= 1 &&
                                       inputs[k].numel() <= 16;
           if (inputs[k].dtype() == DType::I64 || inputs[k].dtype() == DType::I32 || inputs[k].dtype() == DType::Bool ||
               shaping_floats) {

@@ -360,7 +360,12 @@ Outs range_op(const NodeContext& c) {
 
 Outs dropout_op(const NodeContext& c) {
   const Tensor& x = c.in(0);
-  if (c.has(2) && c.doubles(2).at(0) != 0) c.unsupported("training_mode = true is not supported (inference only)");
+  // Training with a ratio of 0 drops nothing; any other ratio draws from a generator
+  // ONNX does not pin down.
+  const double ratio = c.opset >= 12 ? (c.has(1) ? c.doubles(1).at(0) : 0.5) : c.attrs.f("ratio", 0.5f);
+  if (c.has(2) && c.doubles(2).at(0) != 0 && ratio != 0) {
+    c.unsupported("training_mode = true with a ratio above 0 is not supported (inference only)");
+  }
   return {x, full(x.shape(), 1.0, DType::Bool)};
 }
 
@@ -813,13 +818,63 @@ Converter global_pool(bool is_max) {
   };
 }
 
+// BatchNormalization; with training_mode (opset 14+) it normalizes by the batch's own
+// statistics (population variance) and also returns the updated running mean and
+// variance, input * momentum + batch * (1 - momentum), as ONNX's reference does.
 Outs batch_norm_op(const NodeContext& c) {
-  if (c.attrs.i("training_mode", 0)) c.unsupported("training_mode = 1 is not supported (inference only)");
   if (c.opset < 9 && c.attrs.i("spatial", 1) == 0) c.unsupported("spatial = 0 is not supported");
-  for (int k = 1; k < c.node.output_size(); ++k) {
-    if (!c.node.output(k).empty()) c.unsupported("the training outputs (running statistics) are not supported");
+  const double eps = c.attrs.f("epsilon", 1e-5f);
+  if (c.opset >= 14 && c.attrs.i("training_mode", 0)) {
+    const Tensor& x = c.in(0);
+    if (rank_of(x) < 2) c.invalid("X must have rank >= 2 (N, C, ...)");
+    std::vector<int64_t> axes = {0}, channel(static_cast<size_t>(rank_of(x)), 1);
+    for (int d = 2; d < rank_of(x); ++d) axes.push_back(d);
+    channel[1] = dim(x, 1);
+    const Tensor m = mean(x, axes, true);
+    const Tensor v = mean((x - m) * (x - m), axes, true);
+    const Tensor y = (x - m) / sqrt(v + eps) * reshape(c.in(1), channel) + reshape(c.in(2), channel);
+    const double momentum = c.attrs.f("momentum", 0.9f);
+    const Tensor run_mean = c.in(3) * momentum + reshape(m, {dim(x, 1)}) * (1 - momentum);
+    const Tensor run_var = c.in(4) * momentum + reshape(v, {dim(x, 1)}) * (1 - momentum);
+    return {y, run_mean, run_var};
   }
-  return {batch_norm(c.in(0), c.in(3), c.in(4), c.in(1), c.in(2), c.attrs.f("epsilon", 1e-5f))};
+  if (c.attrs.i("training_mode", 0)) c.unsupported("training_mode before opset 14 is not supported");
+  for (int k = 1; k < c.node.output_size(); ++k) {
+    if (!c.node.output(k).empty()) c.unsupported("the training outputs of opsets before 14 are not supported");
+  }
+  return {batch_norm(c.in(0), c.in(3), c.in(4), c.in(1), c.in(2), eps)};
+}
+
+// TopK: the k largest (or smallest) along an axis, sorted, ties to the lower index: k
+// rounds of argmax, each masking the winner out (O(k n): for small k, as in top-5).
+Outs top_k_op(const NodeContext& c) {
+  const Tensor& x = c.in(0);
+  if (rank_of(x) == 0) c.invalid("TopK reads a tensor of rank >= 1");
+  const int64_t axis = axis_in(c, c.attrs.i("axis", -1), rank_of(x));
+  const std::vector<int64_t> kv = c.opset >= 10 ? c.ints(1) : std::vector<int64_t>{c.attrs.i("k")};
+  const int64_t n = dim(x, int(axis));
+  if (kv.size() != 1 || kv[0] < 0 || kv[0] > n) {
+    c.invalid("K must be one integer in [0, " + std::to_string(n) + "], the axis' size");
+  }
+  const bool largest = c.attrs.i("largest", 1) != 0;
+  Tensor v = cast(x, DType::F64);
+  if (!largest) v = neg(v);
+  std::vector<int64_t> along(static_cast<size_t>(rank_of(x)), 1);
+  along[size_t(axis)] = n;
+  const Tensor position = reshape(arange(0, double(n), 1, DType::I64), along);
+  std::vector<Tensor> values, indices;
+  for (int64_t r = 0; r < kv[0]; ++r) {
+    const Tensor i = argmax(v, axis, true);
+    indices.push_back(i);
+    values.push_back(gather(x, axis, i));
+    v = where(eq(position, i), scalar(-INFINITY, DType::F64), v);
+  }
+  if (indices.empty()) {
+    std::vector<int64_t> shape = sizes(x);
+    shape[size_t(axis)] = 0;
+    return {zeros(Shape(shape), x.dtype()), zeros(Shape(shape), DType::I64)};
+  }
+  return {concat(values, axis), concat(indices, axis)};
 }
 
 Outs layer_norm_op(const NodeContext& c) {
@@ -1658,7 +1713,7 @@ const std::map<std::string, Converter>& converters() {
     t["Mod"] = mod_op, t["CumSum"] = cumsum_op, t["Hardmax"] = hardmax_op, t["OneHot"] = one_hot_op;
     t["GatherND"] = gather_nd_op, t["ScatterND"] = scatter_nd_op, t["ScatterElements"] = scatter_elements_op;
     t["Scatter"] = scatter_elements_op;  // opset 9-10's name for ScatterElements
-    t["GridSample"] = grid_sample_op;
+    t["GridSample"] = grid_sample_op, t["TopK"] = top_k_op;
     t["RNN"] = recurrent_op, t["GRU"] = recurrent_op, t["LSTM"] = recurrent_op;
     t["ReverseSequence"] = reverse_sequence_op, t["Einsum"] = einsum_op;
     t["MeanVarianceNormalization"] = mean_variance_normalization_op;
