@@ -301,7 +301,7 @@ TEST(IeeeMath, GeluKeepsItsLowerTail) {
   Tensor x = from_vector(xs, Shape({n}));
   for (const Tensor& got : {gelu(x), compile([](const Tensor& t) { return gelu(t); })(x)}) {
     const double ulps = max_ulps(got.to_doubles(), want);
-    EXPECT_LE(ulps, 8.0);  // 6.2 measured: the tail's exp is Halide's polynomial (5.1 ULP above)
+    EXPECT_LE(ulps, 8.0);  // 7.1 measured: the tail in f32, its exp Halide's polynomial (5.1 ULP above)
     if (std::getenv("KILN_TEST_VERBOSE")) std::printf("gelu f32: %.3f ULP\n", ulps);
   }
   const std::vector<double> x64 = {-30.0, -20.0, -8.0, -3.0, -2.0, -0.5, 0.5, 4.0};
