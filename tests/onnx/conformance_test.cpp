@@ -49,12 +49,26 @@ TEST(OnnxConformance, NodeTestsPassOrAreUnsupported) {
   EXPECT_GE(t.pass, 769u);
 }
 
-TEST(OnnxConformance, NodeTestsCompiledPassOrAreUnsupported) {
+// Compiled, each node test costs a JIT compile (~0.2 s on the 2-core VM, two minutes for
+// all of them), so CI compiles a fixed half, chosen by a hash of the test's name (stable
+// as tests come and go); `kiln onnx-support --compiled` runs them all. Every case of that
+// half that passes through the reference interpreter must pass compiled too.
+TEST(OnnxConformance, NodeTestsCompiledPassWhereTheReferencePasses) {
   std::string why;
   if (!have_test_data(&why)) GTEST_SKIP() << why;
-  const Tally t = run_all("node", onnx::CaseMode::Compiled);
-  std::printf("node tests compiled: %zu of %zu pass, %zu unsupported\n", t.pass, t.total, t.unsupported);
-  EXPECT_GE(t.pass, 769u);
+  size_t run = 0, pass = 0;
+  for (const std::string& dir : onnx::case_dirs(std::string(onnx::kDebianTestData) + "/node")) {
+    uint32_t hash = 2166136261u;  // FNV-1a of the folder's name
+    for (char c : std::filesystem::path(dir).filename().string()) hash = (hash ^ uint8_t(c)) * 16777619u;
+    if (hash % 2 != 0) continue;
+    if (onnx::run_case(dir, onnx::CaseMode::Reference).status != onnx::CaseResult::Pass) continue;
+    ++run;
+    const onnx::CaseResult r = onnx::run_case(dir, onnx::CaseMode::Compiled);
+    EXPECT_EQ(r.status, onnx::CaseResult::Pass) << dir << ": " << r.detail;
+    pass += r.status == onnx::CaseResult::Pass;
+  }
+  std::printf("node tests compiled: %zu of the %zu in CI's half that pass through the reference\n", pass, run);
+  EXPECT_GT(run, 300u);
 }
 
 TEST(OnnxConformance, ModelSetsPassOrAreUnsupported) {
