@@ -101,6 +101,28 @@ inline Tensor random_with_edges(const Shape& shape, DType dtype, uint64_t seed, 
   return from_vector(v, shape, dtype);
 }
 
+// The (dtype, shape) pairs an op's case is checked on, out of `dtypes` x `n_shapes` shapes:
+// f32 on every shape, each other dtype on shape `full` (the one that holds every edge
+// value) and on one more, which rotates with `key` (the case's name), so that the cases
+// together reach the other pairs. The whole product was most of this suite's time, in JIT
+// compiles of the same code at other sizes.
+inline std::vector<std::pair<DType, size_t>> dtype_shape_pairs(const std::vector<DType>& dtypes, size_t n_shapes,
+                                                               size_t full, const std::string& key) {
+  size_t rotation = 0;
+  for (char ch : key) rotation = rotation * 31 + static_cast<unsigned char>(ch);
+  std::vector<std::pair<DType, size_t>> pairs;
+  for (size_t d = 0; d < dtypes.size(); ++d) {
+    if (dtypes[d] == DType::F32) {
+      for (size_t s = 0; s < n_shapes; ++s) pairs.emplace_back(dtypes[d], s);
+      continue;
+    }
+    pairs.emplace_back(dtypes[d], full);
+    size_t other = (rotation + d) % (n_shapes - 1);
+    pairs.emplace_back(dtypes[d], other >= full ? other + 1 : other);
+  }
+  return pairs;
+}
+
 inline const std::vector<Shape>& test_shapes() {
   static const std::vector<Shape> shapes = {Shape{}, Shape{1}, Shape{7}, Shape{3, 5},
                                             Shape{2, 3, 17}, Shape{1, 4, 1, 3}};

@@ -68,25 +68,25 @@ TEST_P(UnaryOps, MatchReferenceAcrossShapesAndDtypes) {
   std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16};
   if (c.integers) dtypes.push_back(DType::I32);
   uint64_t seed = 1;
-  for (DType dt : dtypes) {
-    for (const Shape& s : test_shapes()) {
-      bool integral = !is_float(dt);
-      // f16 overflows above 65504: keep its edges in range.
-      std::vector<double> edges;
-      for (double e : c.edges) {
-        if (integral && !std::isfinite(e)) continue;
-        if (dt == DType::F16 && std::isfinite(e) && std::abs(e) > 6e4) continue;
-        edges.push_back(e);
-      }
-      Tensor x = random_with_edges(s, dt, seed++, c.low, c.high, edges);
-      // erf (and gelu through it) computes f64 inputs with Halide's f32 erf.
-      std::string op = c.op;
-      bool f32_erf = dt == DType::F64 && (op == "erf" || (op == "gelu" && c.attrs.get_string("approximate") == "none"));
-      expect_matches_reference(
-          c.op, [&](const std::vector<Tensor>& in) { return c.fn(in[0]); }, {x}, c.attrs,
-          std::string(dtype_name(dt)) + s.str(), std::nullopt,
-          f32_erf ? std::optional<Tolerance>(Tolerance{1e-6, 1e-6}) : std::nullopt);
+  const std::string name = c.label ? c.label : c.op;
+  for (auto [dt, shape_index] : dtype_shape_pairs(dtypes, test_shapes().size(), 4, name)) {
+    const Shape& s = test_shapes()[shape_index];
+    bool integral = !is_float(dt);
+    // f16 overflows above 65504: keep its edges in range.
+    std::vector<double> edges;
+    for (double e : c.edges) {
+      if (integral && !std::isfinite(e)) continue;
+      if (dt == DType::F16 && std::isfinite(e) && std::abs(e) > 6e4) continue;
+      edges.push_back(e);
     }
+    Tensor x = random_with_edges(s, dt, seed++, c.low, c.high, edges);
+    // erf (and gelu through it) computes f64 inputs with Halide's f32 erf.
+    std::string op = c.op;
+    bool f32_erf = dt == DType::F64 && (op == "erf" || (op == "gelu" && c.attrs.get_string("approximate") == "none"));
+    expect_matches_reference(
+        c.op, [&](const std::vector<Tensor>& in) { return c.fn(in[0]); }, {x}, c.attrs,
+        std::string(dtype_name(dt)) + s.str(), std::nullopt,
+        f32_erf ? std::optional<Tolerance>(Tolerance{1e-6, 1e-6}) : std::nullopt);
   }
 }
 
@@ -256,18 +256,17 @@ TEST_P(BinaryOps, MatchReferenceWithBroadcasting) {
   std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16};
   if (c.integers) dtypes.push_back(DType::I32);
   uint64_t seed = 100;
-  for (DType dt : dtypes) {
-    for (const auto& [sa, sb] : shapes) {
-      Tensor a = random_with_edges(sa, dt, seed++, c.low, c.high);
-      Tensor b = random_with_edges(sb, dt, seed++, c.low, c.high);
-      if (std::string(c.op).size() == 2 || std::string(c.op).rfind("logical", 0) == 0) {
-        a = floor(a);  // ties are the interesting case for comparisons
-        b = floor(b);
-      }
-      if (!is_float(dt) && std::string(c.op) == "div") b = b + 1;  // no integer 0 divisors
-      expect_matches_reference(c.op, [&](const std::vector<Tensor>& in) { return c.fn(in[0], in[1]); },
-                               {a, b}, {}, std::string(dtype_name(dt)) + sa.str() + sb.str());
+  for (auto [dt, shape_index] : dtype_shape_pairs(dtypes, shapes.size(), 2, c.op)) {
+    const auto& [sa, sb] = shapes[shape_index];
+    Tensor a = random_with_edges(sa, dt, seed++, c.low, c.high);
+    Tensor b = random_with_edges(sb, dt, seed++, c.low, c.high);
+    if (std::string(c.op).size() == 2 || std::string(c.op).rfind("logical", 0) == 0) {
+      a = floor(a);  // ties are the interesting case for comparisons
+      b = floor(b);
     }
+    if (!is_float(dt) && std::string(c.op) == "div") b = b + 1;  // no integer 0 divisors
+    expect_matches_reference(c.op, [&](const std::vector<Tensor>& in) { return c.fn(in[0], in[1]); },
+                             {a, b}, {}, std::string(dtype_name(dt)) + sa.str() + sb.str());
   }
 }
 
