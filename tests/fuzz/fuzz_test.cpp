@@ -17,7 +17,7 @@ namespace {
 TEST(Fuzz, RandomProgramsAgreeAcrossPaths) {
   FuzzOptions o;
   o.seed = 34;
-  o.count = 20;  // a smoke test: CI time; kiln_fuzz runs the long campaigns (docs/testing.md)
+  o.count = 12;  // a smoke test: CI time; kiln_fuzz runs the long campaigns (docs/testing.md)
   o.jobs = 2;
   o.max_shrinks = 0;  // minimizing is slow: run kiln_fuzz (below) for minimized reproducers
   o.shrink_runs = 40;
