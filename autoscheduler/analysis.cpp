@@ -66,12 +66,13 @@ FlopCounter count_arithmetic(const std::vector<Expr>& exprs) {
   return c;
 }
 
-// A definition that is one load (of a Func or buffer), possibly cast: inlining it costs
-// nothing but the load itself.
+// A definition that is one load (of a Func or buffer), possibly cast or reinterpreted (kiln
+// reads its float inputs through reinterprets that hide them from Halide's bounds, and
+// LLVM folds them): inlining it costs nothing but the load itself.
 bool is_trivial(const Function& f) {
   if (f.has_update_definition() || f.has_extern_definition() || f.values().size() != 1) return false;
   Expr e = f.values()[0];
-  while (const Cast* c = e.as<Cast>()) e = c->value;
+  while (e.as<Cast>() || e.as<Reinterpret>()) e = e.as<Cast>() ? e.as<Cast>()->value : e.as<Reinterpret>()->value;
   const Call* call = e.as<Call>();
   return call && (call->call_type == Call::Halide || call->call_type == Call::Image);
 }

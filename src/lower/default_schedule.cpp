@@ -5,6 +5,7 @@
 #include <set>
 
 #include "lower/default_schedule_cuda.h"
+#include "ops/op.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -140,7 +141,7 @@ bool matmul_reads_b_in_place(const Func& acc) {
     while (call->call_type == Call::Halide) {
       const Halide::Internal::Function g(call->func);
       if (g.has_update_definition() || g.definition().values().size() != 1) return false;
-      const Call* inner = g.definition().values()[0].as<Call>();
+      const Call* inner = algo::through_opaque_read(g.definition().values()[0]).as<Call>();
       if (!inner || inner->args.size() != g.args().size()) return false;
       for (size_t i = 0; i < inner->args.size(); ++i) {
         if (!is_var(inner->args[i], g.args()[i])) return false;

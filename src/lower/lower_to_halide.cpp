@@ -26,7 +26,7 @@ Halide::Func constant_func(const Node& n, Halide::Buffer<>* buffer) {
   *buffer = data;
   Halide::Func f(n.name);
   auto v = algo::vars(n.meta.shape.rank());
-  f(v) = data(algo::exprs(v));
+  f(v) = algo::opaque_read(data(algo::exprs(v)));  // as an input is read (lower_to_halide)
   return f;
 }
 
@@ -143,7 +143,7 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external,
     auto v = algo::vars(r);
     if (external) {
       KILN_CHECK(k < external->funcs.size(), "too few external inputs");
-      f(v) = external->funcs[k](v);
+      f(v) = algo::opaque_read(external->funcs[k](v));
     } else {
       Halide::ImageParam p(algo::halide_type(n.meta.dtype), r, n.name);
       std::vector<Halide::Expr> extents;
@@ -164,7 +164,14 @@ LoweredGraph lower_to_halide(const Graph& graph, const ExternalInputs* external,
       constrain_dense(p, extents);
       // An empty input is never read for a value, but an index clamped to [0, n - 1] of it
       // still asks Halide's bounds check for element 0.
-      f(v) = n.meta.shape.is_static() && n.meta.shape.numel() == 0 ? algo::constant(p.type(), 0) : Halide::Expr(p(v));
+      // Float values are read opaquely (so are constants'): Halide's bounds inference
+      // follows a value read at a constant index (a 0-d input, a broadcast scalar, any read
+      // of a one-element kernel) as a symbol, and its interval arithmetic over such symbols
+      // grows exponentially through selects and polynomials. The backward of
+      // gelu(log(mse_loss(x, y))), whose saved mean is 0-d, never finished compiling, and
+      // gelu(log(x)) of a 0-d x took 7 s (0.8 s now). An index computed from float data is
+      // clamped anyway (Halide cannot bound it wherever the read varies): nothing is lost.
+      f(v) = n.meta.shape.is_static() && n.meta.shape.numel() == 0 ? algo::constant(p.type(), 0) : algo::opaque_read(p(v));
       out.inputs.push_back(p);
       params.emplace(id, p);
     }

@@ -238,6 +238,23 @@ Halide::Expr require(const Halide::Expr& condition, const Halide::Expr& value,
   return Halide::require(condition, args);
 }
 
+// Halide bounds a reinterpret by its type alone (unbounded for floats), and the cast between
+// the two keeps its simplifier from folding them (it folds a reinterpret of a reinterpret)
+// before the image checks' bounds; LLVM folds the bitcasts.
+Halide::Expr opaque_read(const Halide::Expr& read) {
+  const Halide::Type t = read.type();
+  if (!t.is_float()) return read;
+  return Halide::reinterpret(t, Halide::cast(t.with_code(Halide::Type::UInt), Halide::reinterpret(t.with_code(Halide::Type::Int), read)));
+}
+
+Halide::Expr through_opaque_read(const Halide::Expr& e) {
+  using namespace Halide::Internal;
+  const Reinterpret* outer = e.as<Reinterpret>();
+  const Cast* cast = outer ? outer->value.as<Cast>() : nullptr;
+  const Reinterpret* inner = cast ? cast->value.as<Reinterpret>() : nullptr;
+  return inner && inner->value.type() == e.type() ? inner->value : e;
+}
+
 Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y) {
   return x.type().is_float() ? Halide::select(algo::is_nan(x), Halide::cast(y.type(), x), y) : y;
 }

@@ -170,6 +170,13 @@ Halide::Expr is_pos_inf(const Halide::Expr& x);
 // x's truth, as C++ and PyTorch: anything but +-0, NaN included (on the bits: Halide's
 // x != 0 on floats is an ordered comparison, false for NaN).
 Halide::Expr nonzero(const Halide::Expr& x);
+// A float read from a buffer, hidden from Halide's bounds inference: lower_to_halide reads
+// every input and constant through it (it says why). The code is the load's. Non-float
+// reads are returned as they are.
+Halide::Expr opaque_read(const Halide::Expr& read);
+// The read inside opaque_read(read), or `e` itself: for the analyses that look for a Func
+// that only reads another Func or a buffer.
+Halide::Expr through_opaque_read(const Halide::Expr& e);
 // `y`, except NaN where `x` is NaN (Halide's polynomial exp/log do not propagate NaN).
 Halide::Expr propagate_nan(const Halide::Expr& x, const Halide::Expr& y);
 // `value` where `condition` holds; otherwise the kernel stops and the caller gets a

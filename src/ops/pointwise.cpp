@@ -507,7 +507,7 @@ Expr inline_pure_calls(const Expr& e, int levels) {
       // A wrapper (a Func that only reads another, as an input's x0_in reads x0) costs no
       // level: both operands must reach the same leaves however many they pass.
       const Expr& value = f.values()[0];
-      const Expr inner = value.as<Cast>() ? value.as<Cast>()->value : value;
+      const Expr inner = algo::through_opaque_read(value.as<Cast>() ? value.as<Cast>()->value : value);
       const Call* read = inner.as<Call>();
       const bool wrapper = read && (read->call_type == Call::Halide || read->call_type == Call::Image);
       if (!wrapper) --levels;

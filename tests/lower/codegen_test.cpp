@@ -2,6 +2,7 @@
 // happen where a GPU exists and skip with a message elsewhere.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -127,6 +128,28 @@ TEST(Lowering, TrigIsTheVectorFormOnCpusAndCudasOwnOnGpus) {
   const size_t ptx = gpu.find(".entry _kernel_output_0");
   ASSERT_NE(ptx, std::string::npos) << gpu;
   EXPECT_EQ(gpu.find(".f64", ptx), std::string::npos) << "no f64 arithmetic in the GPU kernel";
+}
+
+// A scalar read (the saved mean of mse_loss) through log's and gelu's selects and
+// polynomials: Halide's bounds inference followed it as a symbol and the backward kernel
+// never finished compiling (fuzz seed 70000, program 1933). Checked against the gradient
+// written out in double: d/dx_i gelu(log m) = gelu'(log m) / m * 2 (x_i - y_i) / 3.
+TEST(Lowering, ScalarReadsThroughSelectsAndPolynomialsCompile) {
+  const std::vector<double> xs{2.25, -2.1, -2.0}, ys{1.0, 0.5, -3.0};
+  const Tensor y = from_vector(ys, Shape({1, 3}));
+  auto f = compile([&](const Tensor& x) { return std::vector<Tensor>{gelu(log(mse_loss(x, y)))}; });
+  Tensor x = from_vector(xs, Shape({1, 3})).requires_grad();
+  f(x)[0].backward();
+  double m = 0;
+  for (int i = 0; i < 3; ++i) m += (xs[i] - ys[i]) * (xs[i] - ys[i]) / 3;
+  const double l = std::log(m);
+  const double dgelu = 0.5 * (1 + std::erf(l / std::sqrt(2.0))) + l * std::exp(-l * l / 2) / std::sqrt(2 * M_PI);
+  const std::vector<double> g = x.grad().to_doubles();
+  ASSERT_EQ(g.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const double want = dgelu / m * 2 * (xs[i] - ys[i]) / 3;
+    EXPECT_NEAR(g[size_t(i)], want, 1e-5 * std::abs(want)) << i;
+  }
 }
 
 TEST(Gpu, CompiledSeedRunsOnTheGpu) {
