@@ -130,6 +130,21 @@ TEST(Lowering, TrigIsTheVectorFormOnCpusAndCudasOwnOnGpus) {
   EXPECT_EQ(gpu.find(".f64", ptx), std::string::npos) << "no f64 arithmetic in the GPU kernel";
 }
 
+// Exact gelu on a GPU is x * CUDA's normcdff (libdevice): no f64 and no second branch in
+// the kernel; the CPU keeps its own form (an f64 square in the lower tail).
+TEST(Lowering, ExactGeluIsCudasNormalCdfOnGpus) {
+  const Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(in[0])}; }, {rand({1024})});
+  auto stmt = [&](const char* target) {
+    const Halide::Target t = parse_target(target);
+    return lowered_stmt_text(lower_and_schedule(g, t), t);
+  };
+  const std::string cpu = stmt("host"), gpu = stmt("host-cuda");
+  EXPECT_NE(cpu.find("float64"), std::string::npos) << "the CPU's lower tail squares in f64";
+  const size_t ptx = gpu.find(".entry _kernel_output_0");
+  ASSERT_NE(ptx, std::string::npos) << gpu;
+  EXPECT_EQ(gpu.find(".f64", ptx), std::string::npos) << "no f64 arithmetic in the GPU kernel";
+}
+
 // A scalar read (the saved mean of mse_loss) through log's and gelu's selects and
 // polynomials: Halide's bounds inference followed it as a symbol and the backward kernel
 // never finished compiling (fuzz seed 70000, program 1933). Checked against the gradient

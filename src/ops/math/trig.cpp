@@ -153,6 +153,8 @@ Expr cos(const Expr& x) {
   return finite_or_nan(x, Halide::cast<float>(v));
 }
 
+bool lowering_for_gpu() { return gpu_lowerings > 0; }
+
 ScopedGpuMath::ScopedGpuMath(bool gpu) : gpu_(gpu) {
   if (gpu_) ++gpu_lowerings;
 }

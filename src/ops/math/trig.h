@@ -27,7 +27,9 @@ Halide::Expr tan(const Halide::Expr& x);
 Halide::Expr tanh(const Halide::Expr& x);
 
 // While one lives on this thread, sin, cos, tan and tanh build Halide's (libdevice's on
-// CUDA) instead: lower_to_halide holds one while it lowers a graph for a GPU target.
+// CUDA) instead, and lowering_for_gpu() is true (for other ops with a GPU form of their
+// own, gelu's): lower_to_halide holds one while it lowers a graph for a GPU target.
+bool lowering_for_gpu();
 class ScopedGpuMath {
  public:
   explicit ScopedGpuMath(bool gpu);
