@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -26,6 +27,21 @@ Graph seed_graph(bool dynamic) {
   o.input_names = {"x"};
   return trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{seed_expression(in[0])}; },
                {rand({1024})}, o);
+}
+
+// `op` of a 1024-vector lowered for the host and for CUDA: the CPU's statement computes in
+// f64 (`cpu_why`: kiln's own forms) and the GPU kernel has no f64 arithmetic (CUDA's own).
+void expect_f64_on_the_cpu_only(const std::function<Tensor(const Tensor&)>& op, const std::string& cpu_why) {
+  const Graph g = trace([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{op(in[0])}; }, {rand({1024})});
+  auto stmt = [&](const char* target) {
+    const Halide::Target t = parse_target(target);
+    return lowered_stmt_text(lower_and_schedule(g, t), t);
+  };
+  const std::string cpu = stmt("host"), gpu = stmt("host-cuda");
+  EXPECT_NE(cpu.find("float64"), std::string::npos) << cpu_why;
+  const size_t ptx = gpu.find(".entry _kernel_output_0");
+  ASSERT_NE(ptx, std::string::npos) << gpu;
+  EXPECT_EQ(gpu.find(".f64", ptx), std::string::npos) << "no f64 arithmetic in the GPU kernel";
 }
 
 std::string read(const std::string& path) {
@@ -117,32 +133,14 @@ TEST(Aot, CudaCodeGenerationWithoutAGpu) {
 // sin, cos, tan and tanh of f32 are kiln's vector forms on a CPU (f64 polynomials) and
 // CUDA's own (libdevice, f32) on a GPU, where the vector forms doubled the seed's time.
 TEST(Lowering, TrigIsTheVectorFormOnCpusAndCudasOwnOnGpus) {
-  const Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{sin(in[0]) + cos(in[0]) + tan(in[0]) + tanh(in[0])}; },
-                        {rand({1024})});
-  auto stmt = [&](const char* target) {
-    const Halide::Target t = parse_target(target);
-    return lowered_stmt_text(lower_and_schedule(g, t), t);
-  };
-  const std::string cpu = stmt("host"), gpu = stmt("host-cuda");
-  EXPECT_NE(cpu.find("float64"), std::string::npos) << "the CPU's vector forms compute in f64";
-  const size_t ptx = gpu.find(".entry _kernel_output_0");
-  ASSERT_NE(ptx, std::string::npos) << gpu;
-  EXPECT_EQ(gpu.find(".f64", ptx), std::string::npos) << "no f64 arithmetic in the GPU kernel";
+  expect_f64_on_the_cpu_only([](const Tensor& x) { return sin(x) + cos(x) + tan(x) + tanh(x); },
+                             "the CPU's vector forms compute in f64");
 }
 
 // Exact gelu on a GPU is x * CUDA's normcdff (libdevice): no f64 and no second branch in
 // the kernel; the CPU keeps its own form (an f64 square in the lower tail).
 TEST(Lowering, ExactGeluIsCudasNormalCdfOnGpus) {
-  const Graph g = trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(in[0])}; }, {rand({1024})});
-  auto stmt = [&](const char* target) {
-    const Halide::Target t = parse_target(target);
-    return lowered_stmt_text(lower_and_schedule(g, t), t);
-  };
-  const std::string cpu = stmt("host"), gpu = stmt("host-cuda");
-  EXPECT_NE(cpu.find("float64"), std::string::npos) << "the CPU's lower tail squares in f64";
-  const size_t ptx = gpu.find(".entry _kernel_output_0");
-  ASSERT_NE(ptx, std::string::npos) << gpu;
-  EXPECT_EQ(gpu.find(".f64", ptx), std::string::npos) << "no f64 arithmetic in the GPU kernel";
+  expect_f64_on_the_cpu_only([](const Tensor& x) { return gelu(x); }, "the CPU's lower tail squares in f64");
 }
 
 // A scalar read (the saved mean of mse_loss) through log's and gelu's selects and
